@@ -1,0 +1,73 @@
+#include "client/chrome_trace.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace slackswap {
+namespace {
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string Micros(int64_t ns) {
+  return absl::StrCat(ns / 1000, ".", absl::Dec(ns % 1000, absl::kZeroPad3));
+}
+
+}  // namespace
+
+std::string ChromeTraceJson(const Trace& trace, const SimulationResult& result) {
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  absl::StrAppend(&out,
+                  R"({"ph":"M","pid":1,"name":"process_name","args":{"name":"slackswap"}},)",
+                  "\n");
+  const char* threads[] = {"compute", "D2H (offload)", "H2D (prefetch)"};
+  for (int tid = 0; tid < 3; ++tid) {
+    absl::StrAppend(&out, R"({"ph":"M","pid":1,"tid":)", tid + 1,
+                    R"(,"name":"thread_name","args":{"name":")", threads[tid], "\"}},\n");
+  }
+  for (const TimelineEvent& e : result.timeline) {
+    std::string name;
+    int tid = 1;
+    switch (e.kind) {
+      case TimelineKind::kOp: name = trace.op_names[e.index]; break;
+      case TimelineKind::kRebuild: name = "rebuild " + trace.tensor_names[e.index]; break;
+      case TimelineKind::kOffload:
+        name = "offload " + trace.tensor_names[e.index];
+        tid = 2;
+        break;
+      case TimelineKind::kPrefetch:
+        name = "prefetch " + trace.tensor_names[e.index];
+        tid = 3;
+        break;
+    }
+    absl::StrAppend(&out, R"({"ph":"X","pid":1,"tid":)", tid, ",\"name\":", JsonString(name),
+                    ",\"ts\":", Micros(e.start_ns), ",\"dur\":", Micros(e.end_ns - e.start_ns),
+                    R"(,"args":{"index":)", e.index, "}},\n");
+    absl::StrAppend(&out, R"({"ph":"C","pid":1,"name":"resident_bytes","ts":)",
+                    Micros(e.start_ns), R"(,"args":{"bytes":)", e.resident_bytes, "}},\n");
+  }
+  absl::StrAppend(&out, R"({"ph":"i","pid":1,"tid":1,"s":"g","name":"iteration end","ts":)",
+                  Micros(result.iteration_ns), "}\n]}\n");
+  return out;
+}
+
+}  // namespace slackswap

@@ -1,0 +1,326 @@
+// slackswap: the command-line tool. Works in-process, with no server.
+//
+//   slackswap generate --preset gpt2-xl --hardware a100 --out trace.json
+//   slackswap simulate --trace trace.json --hardware a100 --budget 0.5 --policy all-swap
+//
+// Run `slackswap help` for every subcommand and flag.
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/chrome_trace.h"
+#include "planner/basic_plans.h"
+#include "simulator/event_model.h"
+#include "simulator/hardware.h"
+#include "simulator/proto_convert.h"
+#include "simulator/status_macros.h"
+#include "simulator/trace_io.h"
+#include "simulator/workload.h"
+
+ABSL_FLAG(std::string, preset, "gpt2-xl",
+          "workload preset: bert-large, gpt2-xl, llama-7b, vgg16 (ignored with --trace)");
+ABSL_FLAG(std::string, trace, "", "trace file (binary protobuf or JSON) instead of --preset");
+ABSL_FLAG(std::string, hardware, "a100",
+          "hardware preset (titan-x, v100, a100, h100, gh200) or a Hardware file");
+ABSL_FLAG(int64_t, batch, 0, "batch size (0: the preset's)");
+ABSL_FLAG(int64_t, seq, 0, "sequence length (0: the preset's)");
+ABSL_FLAG(int32_t, layers, 0, "transformer layers (0: the preset's)");
+ABSL_FLAG(std::string, precision, "", "bf16, fp16 or fp32 (empty: the preset's)");
+ABSL_FLAG(std::string, attention, "", "flash or unfused (empty: the preset's)");
+ABSL_FLAG(std::string, out, "", "generate: where to write the trace (.json: JSON, else binary)");
+ABSL_FLAG(std::string, hardware_out, "", "generate: also write the hardware descriptor here");
+ABSL_FLAG(std::string, budget, "1.0",
+          "activation-memory budget: a fraction of the all-keep peak (0.5 or 50%), bytes "
+          "(123456, 20GB, 20GiB) or 'unlimited'");
+ABSL_FLAG(std::string, policy, "ideal",
+          "simulate: ideal (all keep, unlimited memory), all-keep, or all-swap");
+ABSL_FLAG(std::string, plan, "", "simulate: replay this plan file instead of --policy");
+ABSL_FLAG(std::string, plan_out, "", "simulate: write the replayed plan, with its schedule");
+ABSL_FLAG(bool, barriers, false, "simulate: vDNN-style per-layer barriers");
+ABSL_FLAG(bool, json, false, "simulate: print the metrics as JSON");
+ABSL_FLAG(std::string, timeline, "",
+          "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
+
+namespace slackswap {
+namespace {
+
+constexpr char kUsage[] = R"(slackswap: activation-memory planning for deep-learning training
+
+Usage:
+  slackswap generate [--preset P] [--hardware H] [--batch N] [--seq N] [--layers N]
+                     [--precision bf16|fp16|fp32] [--attention flash|unfused]
+                     [--out FILE] [--hardware_out FILE]
+      Build a trace from a model preset and print its summary.
+  slackswap simulate [--trace FILE | --preset P ...] [--hardware H] [--budget B]
+                     [--policy ideal|all-keep|all-swap | --plan FILE] [--barriers]
+                     [--json] [--plan_out FILE] [--timeline FILE]
+      Replay a plan in the event model and print its metrics.
+  slackswap help
+      This text. `slackswap --help` lists every flag.
+
+Exit status: 0 on success, 2 on a usage error, 1 on any other error.)";
+
+struct UsageError {
+  std::string message;
+};
+
+std::string Gigabytes(int64_t bytes) {
+  if (bytes == kUnlimitedBytes) return "unlimited";
+  return absl::StrFormat("%.2f GB", static_cast<double>(bytes) / 1e9);
+}
+std::string Millis(int64_t ns) { return absl::StrFormat("%.2f ms", static_cast<double>(ns) / 1e6); }
+
+absl::StatusOr<Hardware> LoadHardware() {
+  const std::string value = absl::GetFlag(FLAGS_hardware);
+  absl::StatusOr<Hardware> preset = HardwarePreset(value);
+  if (preset.ok() || !(absl::StrContains(value, '/') || absl::StrContains(value, '.'))) {
+    return preset;
+  }
+  v1::Hardware proto;
+  SLACKSWAP_RETURN_IF_ERROR(ReadMessageFile(value, &proto));
+  return HardwareFromProto(proto);
+}
+
+absl::StatusOr<WorkloadSpec> SpecFromFlags() {
+  SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, WorkloadPreset(absl::GetFlag(FLAGS_preset)));
+  if (absl::GetFlag(FLAGS_batch) != 0) spec.batch = absl::GetFlag(FLAGS_batch);
+  if (absl::GetFlag(FLAGS_seq) != 0) spec.sequence_length = absl::GetFlag(FLAGS_seq);
+  if (absl::GetFlag(FLAGS_layers) != 0) spec.layers = absl::GetFlag(FLAGS_layers);
+  const std::string precision = absl::GetFlag(FLAGS_precision);
+  if (precision == "bf16") {
+    spec.precision = Precision::kBf16;
+  } else if (precision == "fp16") {
+    spec.precision = Precision::kFp16;
+  } else if (precision == "fp32") {
+    spec.precision = Precision::kFp32;
+  } else if (!precision.empty()) {
+    return absl::InvalidArgumentError("--precision must be bf16, fp16 or fp32");
+  }
+  const std::string attention = absl::GetFlag(FLAGS_attention);
+  if (attention == "flash") {
+    spec.flash_attention = true;
+  } else if (attention == "unfused") {
+    spec.flash_attention = false;
+  } else if (!attention.empty()) {
+    return absl::InvalidArgumentError("--attention must be flash or unfused");
+  }
+  return spec;
+}
+
+// The wire-form trace from --trace or from the generator.
+absl::StatusOr<v1::Trace> LoadTraceProto(const Hardware& hardware) {
+  v1::Trace proto;
+  if (!absl::GetFlag(FLAGS_trace).empty()) {
+    SLACKSWAP_RETURN_IF_ERROR(ReadMessageFile(absl::GetFlag(FLAGS_trace), &proto));
+    return proto;
+  }
+  SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFromFlags());
+  return GenerateTrace(spec, hardware);
+}
+
+absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
+  v1::Budget budget;
+  double number = 0;
+  if (text == "unlimited") {
+    budget.set_unlimited(true);
+  } else if (absl::EndsWith(text, "%") &&
+             absl::SimpleAtod(text.substr(0, text.size() - 1), &number)) {
+    budget.set_fraction_of_peak(number / 100);
+  } else if (text.find_first_of(".eE") != std::string::npos && absl::SimpleAtod(text, &number)) {
+    budget.set_fraction_of_peak(number);
+  } else {
+    struct Unit {
+      const char* suffix;
+      double scale;
+    };
+    for (const Unit& unit : {Unit{"GiB", 1073741824.0}, Unit{"MiB", 1048576.0},
+                             Unit{"GB", 1e9}, Unit{"MB", 1e6}, Unit{"", 1}}) {
+      if (!absl::EndsWith(text, unit.suffix)) continue;
+      if (absl::SimpleAtod(text.substr(0, text.size() - strlen(unit.suffix)), &number)) {
+        budget.set_bytes(static_cast<int64_t>(number * unit.scale));
+        return budget;
+      }
+    }
+    return absl::InvalidArgumentError(
+        "--budget must be a fraction (0.5), a percentage (50%), bytes (20GB, 20GiB, 123) or "
+        "'unlimited'");
+  }
+  return budget;
+}
+
+void PrintStatusError(const absl::Status& status) {
+  std::cerr << "slackswap: " << status.message() << "\n";
+}
+
+int Generate() {
+  absl::StatusOr<Hardware> hardware = LoadHardware();
+  if (!hardware.ok()) return PrintStatusError(hardware.status()), 1;
+  absl::StatusOr<WorkloadSpec> spec = SpecFromFlags();
+  if (!spec.ok()) return PrintStatusError(spec.status()), 2;
+  absl::StatusOr<v1::Trace> trace = GenerateTrace(*spec, *hardware);
+  if (!trace.ok()) return PrintStatusError(trace.status()), 1;
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (!out.empty()) {
+    absl::Status written = WriteMessageFile(out, *trace, FormatForPath(out));
+    if (!written.ok()) return PrintStatusError(written), 1;
+  }
+  const std::string hardware_out = absl::GetFlag(FLAGS_hardware_out);
+  if (!hardware_out.empty()) {
+    absl::Status written =
+        WriteMessageFile(hardware_out, HardwareToProto(*hardware), FormatForPath(hardware_out));
+    if (!written.ok()) return PrintStatusError(written), 1;
+  }
+  const TraceSummary s = Summarize(*trace, *hardware);
+  std::cout << absl::StrFormat(
+      "trace              %s\n"
+      "operators          %d\n"
+      "saved tensors      %d\n"
+      "saved bytes        %s\n"
+      "forward FLOPs      %.3g\n"
+      "FLOPs/saved byte   %.0f\n"
+      "forward time       %s\n"
+      "ideal iteration    %s\n"
+      "hideable fraction  %.1f%% (D2H %s/s during the forward pass)\n",
+      trace->name(), trace->operators_size(), trace->tensors_size(), Gigabytes(s.saved_bytes),
+      static_cast<double>(s.forward_flops), s.flops_per_saved_byte, Millis(s.forward_ns),
+      Millis(s.iteration_ns), 100 * s.hideable_fraction,
+      Gigabytes(hardware->d2h_bytes_per_second));
+  if (!out.empty()) std::cout << "written to         " << out << "\n";
+  return 0;
+}
+
+void PrintMetrics(const Trace& trace, const Hardware& hardware, const std::string& policy,
+                  const SimulationResult& r) {
+  const int64_t peak = AllKeepPeakBytes(trace);
+  std::string budget = Gigabytes(r.budget_bytes);
+  if (r.budget_bytes != kUnlimitedBytes && peak > 0) {
+    absl::StrAppend(&budget, absl::StrFormat(" (%.1f%% of the all-keep peak, %s)",
+                                             100.0 * r.budget_bytes / peak, Gigabytes(peak)));
+  }
+  std::cout << absl::StrFormat(
+      "trace        %s (%d ops, %d tensors, %s saved)\n"
+      "hardware     %s (D2H %s/s, H2D %s/s)\n"
+      "policy       %s\n"
+      "budget       %s\n",
+      trace.name, trace.num_ops(), trace.num_tensors(), Gigabytes(trace.total_tensor_bytes),
+      hardware.name, Gigabytes(hardware.d2h_bytes_per_second),
+      Gigabytes(hardware.h2d_bytes_per_second), policy, budget);
+  if (!r.feasible) {
+    std::cout << "outcome      INFEASIBLE: " << r.infeasibility.reason << "\n";
+    return;
+  }
+  std::cout << absl::StrFormat(
+      "outcome      completed\n"
+      "iteration    %s (ideal %s): %.1f%% of ideal throughput\n"
+      "stall        prefetch %s, memory %s, barrier %s\n"
+      "recompute    %s\n"
+      "bytes        kept %s, swapped %s, recomputed %s; peak resident %s\n"
+      "link         D2H busy %s, H2D busy %s; last offload %s after the forward pass\n",
+      Millis(r.iteration_ns), Millis(r.ideal_ns), 100 * r.throughput_ratio,
+      Millis(r.prefetch_wait_ns), Millis(r.memory_wait_ns), Millis(r.barrier_wait_ns),
+      Millis(r.recompute_ns), Gigabytes(r.kept_bytes), Gigabytes(r.swapped_bytes),
+      Gigabytes(r.recomputed_bytes), Gigabytes(r.peak_resident_bytes), Millis(r.d2h_busy_ns),
+      Millis(r.h2d_busy_ns), Millis(r.last_offload_lag_ns));
+}
+
+int SimulateCommand() {
+  absl::StatusOr<Hardware> hardware = LoadHardware();
+  if (!hardware.ok()) return PrintStatusError(hardware.status()), 1;
+  absl::StatusOr<v1::Trace> proto = LoadTraceProto(*hardware);
+  if (!proto.ok()) return PrintStatusError(proto.status()), 1;
+  absl::StatusOr<Trace> trace = TraceFromProto(*proto);
+  if (!trace.ok()) return PrintStatusError(trace.status()), 1;
+  absl::StatusOr<v1::Budget> budget = ParseBudget(absl::GetFlag(FLAGS_budget));
+  if (!budget.ok()) return PrintStatusError(budget.status()), 2;
+
+  std::string policy = absl::GetFlag(FLAGS_policy);
+  Plan plan;
+  if (!absl::GetFlag(FLAGS_plan).empty()) {
+    v1::Plan plan_proto;
+    absl::Status read = ReadMessageFile(absl::GetFlag(FLAGS_plan), &plan_proto);
+    if (!read.ok()) return PrintStatusError(read), 1;
+    absl::StatusOr<Plan> parsed = PlanFromProto(*trace, plan_proto);
+    if (!parsed.ok()) return PrintStatusError(parsed.status()), 1;
+    plan = *std::move(parsed);
+    policy = "plan " + absl::GetFlag(FLAGS_plan);
+  } else if (policy == "ideal") {
+    plan = IdealPlan(*trace);
+    budget->set_unlimited(true);
+  } else if (policy == "all-keep") {
+    plan = Plan::AllKeep(*trace);
+  } else if (policy == "all-swap") {
+    plan = AllSwapPlan(*trace);
+  } else {
+    std::cerr << "slackswap: --policy must be ideal, all-keep or all-swap\n";
+    return 2;
+  }
+  absl::StatusOr<int64_t> budget_bytes = ResolveBudget(*trace, *budget);
+  if (!budget_bytes.ok()) return PrintStatusError(budget_bytes.status()), 1;
+
+  SimulationOptions options;
+  options.budget_bytes = *budget_bytes;
+  options.per_layer_barriers = absl::GetFlag(FLAGS_barriers);
+  options.record_timeline = !absl::GetFlag(FLAGS_timeline).empty();
+  absl::StatusOr<SimulationResult> result = Simulate(*trace, *hardware, plan, options);
+  if (!result.ok()) return PrintStatusError(result.status()), 1;
+
+  if (!absl::GetFlag(FLAGS_plan_out).empty()) {
+    const std::string path = absl::GetFlag(FLAGS_plan_out);
+    absl::Status written =
+        WriteMessageFile(path, PlanToProto(plan, DeriveSchedule(*trace, plan)), FormatForPath(path));
+    if (!written.ok()) return PrintStatusError(written), 1;
+  }
+  if (options.record_timeline) {
+    const std::string path = absl::GetFlag(FLAGS_timeline);
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) {
+      std::cerr << "slackswap: cannot write " << path << "\n";
+      return 1;
+    }
+    const std::string json = ChromeTraceJson(*trace, *result);
+    const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+    if (std::fclose(f) != 0 || !ok) {
+      std::cerr << "slackswap: short write to " << path << "\n";
+      return 1;
+    }
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(MetricsToProto(*result)) << "\n";
+  } else {
+    PrintMetrics(*trace, *hardware, policy, *result);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace slackswap
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(slackswap::kUsage);
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() != 2) {
+    std::cerr << slackswap::kUsage << "\n";
+    return 2;
+  }
+  const std::string command = positional[1];
+  if (command == "generate") return slackswap::Generate();
+  if (command == "simulate") return slackswap::SimulateCommand();
+  if (command == "help") {
+    std::cout << slackswap::kUsage << "\n";
+    return 0;
+  }
+  std::cerr << "slackswap: unknown command '" << command.substr(0, 40)
+            << "'; run 'slackswap help'\n";
+  return 2;
+}

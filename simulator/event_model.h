@@ -1,0 +1,118 @@
+// File: event_model.h
+//
+// The event model: the physics every policy is judged by. It replays one
+// iteration of a trace under a plan, a memory budget and a hardware link, with
+// one compute stream, a FIFO device-to-host (D2H) copy stream and an
+// earliest-deadline-first host-to-device (H2D) copy stream. Each rule, and the
+// reason for it, is in docs/event-model.md.
+//
+// Example:
+//   SimulationOptions options;
+//   options.budget_bytes = ResolveBudget(trace, budget);
+//   absl::StatusOr<SimulationResult> result = Simulate(trace, hardware, plan, options);
+//
+// Simulate is a pure function of its arguments: the same inputs give the same
+// result, bit for bit. It is thread-compatible (no shared state). Cost is
+// O((ops + tensors + relations) log tensors) time and linear memory.
+#ifndef SLACKSWAP_SIMULATOR_EVENT_MODEL_H_
+#define SLACKSWAP_SIMULATOR_EVENT_MODEL_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+
+inline constexpr int64_t kUnlimitedBytes = std::numeric_limits<int64_t>::max();
+
+struct SimulationOptions {
+  // Bound on resident saved-tensor and workspace bytes.
+  int64_t budget_bytes = kUnlimitedBytes;
+  // vDNN-style barriers: after each forward block run, wait for its offloads;
+  // before each backward block run, wait for its prefetches.
+  bool per_layer_barriers = false;
+  // Record every step, offload and prefetch in SimulationResult::timeline.
+  bool record_timeline = false;
+};
+
+enum class WaitCause : uint8_t { kNone, kMemory, kPrefetch, kBarrier };
+
+struct Infeasibility {
+  int32_t op = -1;              // operator the blocked step belongs to
+  int32_t rebuild_tensor = -1;  // tensor being rebuilt, or -1 for the op
+  WaitCause waiting_for = WaitCause::kNone;
+  int64_t bytes_needed = 0;
+  int64_t bytes_resident = 0;
+  std::string reason;
+};
+
+enum class TimelineKind : uint8_t { kOp, kRebuild, kOffload, kPrefetch };
+
+struct TimelineEvent {
+  TimelineKind kind;
+  int32_t index;  // operator for kOp, tensor otherwise
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t resident_bytes;  // just after the event started
+};
+
+struct SimulationResult {
+  bool feasible = true;
+  Infeasibility infeasibility;  // meaningful when !feasible
+
+  int64_t iteration_ns = 0;
+  int64_t ideal_ns = 0;
+  double throughput_ratio = 0;  // ideal / iteration; 0 when infeasible
+
+  int64_t prefetch_wait_ns = 0;
+  int64_t memory_wait_ns = 0;
+  int64_t barrier_wait_ns = 0;
+  int64_t recompute_ns = 0;
+
+  int64_t swapped_bytes = 0;
+  int64_t recomputed_bytes = 0;
+  int64_t kept_bytes = 0;
+  int64_t peak_resident_bytes = 0;
+  int64_t budget_bytes = 0;
+
+  int64_t d2h_busy_ns = 0;
+  int64_t h2d_busy_ns = 0;
+  int64_t forward_end_ns = 0;
+  int64_t last_offload_lag_ns = 0;  // last offload end - forward end; 0 if none
+
+  std::vector<TimelineEvent> timeline;
+
+  int64_t stall_ns() const { return prefetch_wait_ns + memory_wait_ns + barrier_wait_ns; }
+};
+
+// Rejects (INVALID_ARGUMENT naming the hardware field) a trace and hardware
+// whose worst-case iteration time would not fit in int64 nanoseconds: every
+// operator, rebuild and two transfers of every tensor, end to end, must stay
+// below 2^62 ns. Simulate calls it; planners may call it once up front.
+absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware);
+
+// Replays `plan`. The plan must satisfy ValidatePlan (this function checks it
+// and returns its error otherwise). An infeasible plan is a result
+// (feasible == false), not an error.
+absl::StatusOr<SimulationResult> Simulate(const Trace& trace, const Hardware& hardware,
+                                          const Plan& plan, const SimulationOptions& options);
+
+// Same, with the schedule already derived (DeriveSchedule) and the plan
+// already validated: the planners' inner loop. Undefined for invalid input.
+SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
+                                  const Plan& plan, const Schedule& schedule,
+                                  const SimulationOptions& options);
+
+// Peak resident bytes of the all-keep run with unlimited memory: the
+// reference for budgets given as a fraction of peak.
+int64_t AllKeepPeakBytes(const Trace& trace);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_SIMULATOR_EVENT_MODEL_H_

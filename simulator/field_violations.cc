@@ -1,0 +1,58 @@
+#include "simulator/field_violations.h"
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace slackswap {
+namespace {
+
+constexpr absl::string_view kPayloadUrl = "type.slackswap.dev/field_violations";
+
+// Field paths and descriptions are written by this project and contain no
+// tabs or newlines, so a line-per-violation encoding is unambiguous.
+std::string Encode(const std::vector<FieldViolation>& violations) {
+  std::string out;
+  for (const FieldViolation& v : violations) {
+    absl::StrAppend(&out, v.field, "\t", v.description, "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+void FieldViolations::Add(std::string field, std::string description) {
+  ++total_;
+  if (static_cast<int>(kept_.size()) < kMaxKept) {
+    kept_.push_back({std::move(field), std::move(description)});
+  }
+}
+
+absl::Status FieldViolations::ToStatus() const {
+  if (empty()) return absl::OkStatus();
+  std::string message = absl::StrCat(kept_[0].field, ": ", kept_[0].description);
+  if (total_ > 1) absl::StrAppend(&message, " (and ", total_ - 1, " more)");
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(kPayloadUrl, absl::Cord(Encode(kept_)));
+  return status;
+}
+
+absl::Status InvalidField(absl::string_view field, absl::string_view description) {
+  FieldViolations violations;
+  violations.Add(std::string(field), std::string(description));
+  return violations.ToStatus();
+}
+
+std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status) {
+  std::vector<FieldViolation> out;
+  auto payload = status.GetPayload(kPayloadUrl);
+  if (!payload.has_value()) return out;
+  for (absl::string_view line :
+       absl::StrSplit(std::string(*payload), '\n', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> parts = absl::StrSplit(line, absl::MaxSplits('\t', 1));
+    out.push_back({parts.first, parts.second});
+  }
+  return out;
+}
+
+}  // namespace slackswap

@@ -1,0 +1,61 @@
+// File: field_violations.h
+//
+// Validation errors that name the offending field. Validators collect
+// violations (a field path such as `trace.tensors[12].use_ops[3]` and a short
+// description) and turn them into one INVALID_ARGUMENT absl::Status whose
+// message names the first violation and whose payload carries all of them, so
+// that the RPC edge can return them as google.rpc.BadRequest field
+// violations.
+//
+// Example:
+//   FieldViolations violations;
+//   if (size < 0) violations.Add(absl::StrCat(path, ".size_bytes"), "must be >= 0");
+//   return violations.ToStatus();  // OkStatus() when nothing was added
+#ifndef SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_
+#define SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace slackswap {
+
+struct FieldViolation {
+  std::string field;
+  std::string description;
+};
+
+class FieldViolations {
+ public:
+  // At most this many violations are kept; later ones are counted only.
+  static constexpr int kMaxKept = 32;
+
+  void Add(std::string field, std::string description);
+  bool empty() const { return total_ == 0; }
+  // True once kMaxKept violations were added: validators may stop early.
+  bool full() const { return total_ >= kMaxKept; }
+  int total() const { return total_; }
+  const std::vector<FieldViolation>& kept() const { return kept_; }
+
+  // OkStatus() if empty; otherwise INVALID_ARGUMENT, message
+  // "<field>: <description>" of the first violation (plus a count of the
+  // others), and every kept violation in the payload.
+  absl::Status ToStatus() const;
+
+ private:
+  std::vector<FieldViolation> kept_;
+  int total_ = 0;
+};
+
+// Builds an INVALID_ARGUMENT status for a single field.
+absl::Status InvalidField(absl::string_view field, absl::string_view description);
+
+// The violations carried by a status made by FieldViolations::ToStatus or
+// InvalidField; empty for any other status.
+std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_

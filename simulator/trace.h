@@ -1,0 +1,111 @@
+// File: trace.h
+//
+// The compact, validated form of one profiled iteration that the event model
+// and the planners work on. Operators and tensors are flat arrays indexed by
+// id; variable-length relations (uses, recompute inputs, ...) are stored in
+// compressed-sparse-row form: the items of row i are
+// `items[begin[i] .. begin[i + 1])`.
+//
+// A Trace is built once from the wire form by `TraceFromProto`
+// (trace_proto.h), which validates every rule of docs/event-model.md; all
+// code that receives a Trace may assume those rules hold. A Trace is
+// immutable after construction and safe to share between threads.
+#ifndef SLACKSWAP_SIMULATOR_TRACE_H_
+#define SLACKSWAP_SIMULATOR_TRACE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+
+namespace slackswap {
+
+enum class Phase : uint8_t { kForward, kBackward, kOptimizer };
+
+enum class OpKind : uint8_t {
+  kOther,
+  kMatmul,
+  kAttention,
+  kConv,
+  kElementwise,
+  kNormalization,
+  kDropout,
+  kPooling,
+  kEmbedding,
+  kLoss,
+  kOptimizer,
+};
+
+struct Op {
+  int64_t duration_ns = 0;
+  int64_t workspace_bytes = 0;
+  int32_t block_index = 0;
+  Phase phase = Phase::kForward;
+  OpKind kind = OpKind::kOther;
+};
+
+struct Tensor {
+  int64_t size_bytes = 0;
+  int64_t recompute_ns = 0;
+  int32_t producer_op = 0;
+  // Last forward operator that reads the tensor; the producer if none does.
+  int32_t last_forward_use = 0;
+  int32_t first_backward_use = 0;
+  int32_t last_backward_use = 0;
+  bool swap_forbidden = false;
+  bool recompute_forbidden = false;
+};
+
+// A CSR relation from rows 0..n-1 to int32 items.
+struct Csr {
+  std::vector<int32_t> begin{0};  // size n + 1
+  std::vector<int32_t> items;
+
+  absl::Span<const int32_t> Row(int32_t i) const {
+    return absl::MakeConstSpan(items.data() + begin[i],
+                               static_cast<size_t>(begin[i + 1] - begin[i]));
+  }
+  int32_t rows() const { return static_cast<int32_t>(begin.size()) - 1; }
+  // Builds the relation from (row, item) pairs; items of a row keep the
+  // order of `pairs`. O(rows + pairs).
+  static Csr FromPairs(int32_t rows,
+                       const std::vector<std::pair<int32_t, int32_t>>& pairs);
+};
+
+struct Trace {
+  std::string name;
+  std::vector<Op> ops;
+  std::vector<Tensor> tensors;
+  std::vector<std::string> op_names;
+  std::vector<std::string> tensor_names;
+
+  // tensor -> operators that read it, ascending, without duplicates.
+  Csr uses;
+  // op -> tensors it reads, ascending.
+  Csr reads;
+  // op -> tensors it produces, ascending.
+  Csr produces;
+  // tensor -> saved tensors its rebuild reads, ascending.
+  Csr recompute_inputs;
+  // tensor -> tensors whose rebuild reads it, ascending.
+  Csr recompute_dependents;
+  // Tensor ids ordered so that every recompute input precedes its dependents.
+  std::vector<int32_t> recompute_topological_order;
+
+  // Bytes an operator allocates when it starts: produced tensors + workspace.
+  std::vector<int64_t> op_allocation_bytes;
+
+  int32_t num_forward_ops = 0;  // forward operators are 0..num_forward_ops-1
+  int32_t num_backward_ops = 0;
+  int64_t ideal_ns = 0;            // sum of operator durations
+  int64_t total_tensor_bytes = 0;  // sum of tensor sizes
+
+  int32_t num_ops() const { return static_cast<int32_t>(ops.size()); }
+  int32_t num_tensors() const { return static_cast<int32_t>(tensors.size()); }
+  int32_t first_backward_op() const { return num_forward_ops; }
+};
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_SIMULATOR_TRACE_H_

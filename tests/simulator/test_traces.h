@@ -1,0 +1,86 @@
+// Helpers that build small hand-written traces for the tests.
+#ifndef SLACKSWAP_TESTS_SIMULATOR_TEST_TRACES_H_
+#define SLACKSWAP_TESTS_SIMULATOR_TEST_TRACES_H_
+
+#include <initializer_list>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
+#include "simulator/proto_convert.h"
+#include "simulator/trace.h"
+#include "slackswap/v1/trace.pb.h"
+
+namespace slackswap::testing {
+
+// Builds a v1::Trace one operator and tensor at a time.
+class TinyTrace {
+ public:
+  int Fwd(int64_t duration_ns, int32_t block = 0, int64_t workspace_bytes = 0) {
+    return AddOp(v1::PHASE_FORWARD, duration_ns, block, workspace_bytes);
+  }
+  int Bwd(int64_t duration_ns, int32_t block = 0, int64_t workspace_bytes = 0) {
+    return AddOp(v1::PHASE_BACKWARD, duration_ns, block, workspace_bytes);
+  }
+  int Tensor(int64_t size_bytes, int32_t producer, std::initializer_list<int32_t> uses,
+             int64_t recompute_ns = 0, std::initializer_list<int32_t> recompute_inputs = {}) {
+    v1::Tensor* t = proto.add_tensors();
+    t->set_name(absl::StrCat("t", proto.tensors_size() - 1));
+    t->set_size_bytes(size_bytes);
+    t->set_producer_op(producer);
+    for (int32_t u : uses) t->add_use_ops(u);
+    t->set_recompute_duration_ns(recompute_ns);
+    for (int32_t r : recompute_inputs) t->add_recompute_inputs(r);
+    return proto.tensors_size() - 1;
+  }
+  slackswap::Trace Build() const {
+    absl::StatusOr<slackswap::Trace> trace = TraceFromProto(proto);
+    EXPECT_TRUE(trace.ok()) << trace.status();
+    return trace.ok() ? *std::move(trace) : slackswap::Trace();
+  }
+
+  v1::Trace proto;
+
+ private:
+  int AddOp(v1::Phase phase, int64_t duration_ns, int32_t block, int64_t workspace_bytes) {
+    v1::Operator* op = proto.add_operators();
+    op->set_name(absl::StrCat("op", proto.operators_size() - 1));
+    op->set_phase(phase);
+    op->set_kind(v1::OP_KIND_OTHER);
+    op->set_duration_ns(duration_ns);
+    op->set_block_index(block);
+    op->set_workspace_bytes(workspace_bytes);
+    return proto.operators_size() - 1;
+  }
+};
+
+// A link that moves one byte per nanosecond each way, with no latency: a
+// transfer of N bytes takes N ns, which keeps hand computations exact.
+inline Hardware ByteNanosecondLink(int64_t latency_ns = 0) {
+  Hardware h;
+  h.name = "test-link";
+  h.d2h_bytes_per_second = 1'000'000'000;
+  h.h2d_bytes_per_second = 1'000'000'000;
+  h.transfer_latency_ns = latency_ns;
+  h.matmul_flops_per_second = 1'000'000'000'000;
+  h.hbm_bytes_per_second = 1'000'000'000'000;
+  return h;
+}
+
+// A plan from a decision string: 'k' keep, 's' swap, 'r' recompute, one per
+// tensor; swapped tensors get `issue_op`.
+inline Plan PlanOf(const std::string& decisions, int32_t issue_op = 0) {
+  Plan plan;
+  for (char c : decisions) {
+    plan.decisions.push_back(c == 's' ? Decision::kSwap
+                                      : c == 'r' ? Decision::kRecompute : Decision::kKeep);
+    plan.prefetch_issue_op.push_back(issue_op);
+  }
+  return plan;
+}
+
+}  // namespace slackswap::testing
+
+#endif  // SLACKSWAP_TESTS_SIMULATOR_TEST_TRACES_H_

@@ -1,0 +1,331 @@
+// One test per rejection rule: each asserts the status code and the field
+// path of the first violation.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "simulator/event_model.h"
+#include "simulator/field_violations.h"
+#include "simulator/proto_convert.h"
+#include "tests/simulator/test_traces.h"
+
+namespace slackswap {
+namespace {
+
+using ::slackswap::testing::ByteNanosecondLink;
+using ::slackswap::testing::PlanOf;
+using ::slackswap::testing::TinyTrace;
+
+// A valid two-forward, two-backward trace with two tensors.
+TinyTrace Valid() {
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10);
+  t.Tensor(100, 0, {1, 3});
+  t.Tensor(50, 1, {2}, 5, {0});
+  return t;
+}
+
+// Asserts that `status` is `code` and that its first violation is `field`.
+void ExpectViolation(const absl::Status& status, const std::string& field,
+                     absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+  ASSERT_EQ(status.code(), code) << status;
+  const std::vector<FieldViolation> violations = FieldViolationsOf(status);
+  ASSERT_FALSE(violations.empty()) << status;
+  EXPECT_EQ(violations[0].field, field) << status;
+  EXPECT_TRUE(absl::StartsWith(status.message(), field + ": ")) << status;
+}
+
+void ExpectTraceViolation(const TinyTrace& t, const std::string& field,
+                          absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+  ExpectViolation(TraceFromProto(t.proto).status(), field, code);
+}
+
+TEST(TraceValidationTest, ValidTraceIsAcceptedWithDerivedFields) {
+  absl::StatusOr<Trace> trace = TraceFromProto(Valid().proto);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->num_forward_ops, 2);
+  EXPECT_EQ(trace->tensors[0].last_forward_use, 1);
+  EXPECT_EQ(trace->tensors[0].first_backward_use, 3);
+  EXPECT_EQ(trace->tensors[1].last_forward_use, 1);  // the producer: no forward reader
+  EXPECT_EQ(trace->ideal_ns, 40);
+  EXPECT_EQ(trace->total_tensor_bytes, 150);
+}
+
+TEST(TraceValidationTest, RejectsAnEmptyTrace) {
+  ExpectTraceViolation(TinyTrace(), "trace.operators");
+}
+
+TEST(TraceValidationTest, RejectsUnspecifiedPhase) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(1)->set_phase(v1::PHASE_UNSPECIFIED);
+  ExpectTraceViolation(t, "trace.operators[1].phase");
+}
+
+TEST(TraceValidationTest, RejectsPhasesOutOfOrder) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(2)->set_phase(v1::PHASE_OPTIMIZER);
+  ExpectTraceViolation(t, "trace.operators[3].phase");
+}
+
+TEST(TraceValidationTest, RejectsUnknownOpKind) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(0)->set_kind(static_cast<v1::OpKind>(99));
+  ExpectTraceViolation(t, "trace.operators[0].kind");
+}
+
+TEST(TraceValidationTest, RejectsNegativeDuration) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(2)->set_duration_ns(-1);
+  ExpectTraceViolation(t, "trace.operators[2].duration_ns");
+}
+
+TEST(TraceValidationTest, RejectsNegativeWorkspace) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(0)->set_workspace_bytes(-5);
+  ExpectTraceViolation(t, "trace.operators[0].workspace_bytes");
+}
+
+TEST(TraceValidationTest, RejectsNegativeBlockIndex) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(0)->set_block_index(-1);
+  ExpectTraceViolation(t, "trace.operators[0].block_index");
+}
+
+TEST(TraceValidationTest, RejectsLongNames) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(3)->set_name(std::string(257, 'x'));
+  ExpectTraceViolation(t, "trace.operators[3].name");
+  TinyTrace u = Valid();
+  u.proto.set_name(std::string(1000, 'x'));
+  ExpectTraceViolation(u, "trace.name");
+}
+
+TEST(TraceValidationTest, RejectsDurationsThatOverflow) {
+  TinyTrace t = Valid();
+  for (int i = 0; i < 4; ++i) t.proto.mutable_operators(i)->set_duration_ns(int64_t{1} << 59);
+  ExpectTraceViolation(t, "trace.operators");
+  TinyTrace u = Valid();
+  u.proto.mutable_operators(0)->set_duration_ns(std::numeric_limits<int64_t>::max());
+  ExpectTraceViolation(u, "trace.operators[0].duration_ns");
+}
+
+TEST(TraceValidationTest, RejectsNegativeSize) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(1)->set_size_bytes(-1);
+  ExpectTraceViolation(t, "trace.tensors[1].size_bytes");
+}
+
+TEST(TraceValidationTest, RejectsSizesThatOverflow) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(0)->set_size_bytes(std::numeric_limits<int64_t>::max());
+  ExpectTraceViolation(t, "trace.tensors[0].size_bytes");
+  TinyTrace u = Valid();
+  u.proto.mutable_tensors(0)->set_size_bytes(int64_t{1} << 60);
+  u.proto.mutable_tensors(1)->set_size_bytes(int64_t{1} << 60);
+  ExpectTraceViolation(u, "trace.tensors");
+}
+
+TEST(TraceValidationTest, RejectsProducerOutOfRange) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(0)->set_producer_op(4);
+  ExpectTraceViolation(t, "trace.tensors[0].producer_op");
+  t.proto.mutable_tensors(0)->set_producer_op(-1);
+  ExpectTraceViolation(t, "trace.tensors[0].producer_op");
+}
+
+TEST(TraceValidationTest, RejectsBackwardProducer) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(1)->set_producer_op(2);
+  ExpectTraceViolation(t, "trace.tensors[1].producer_op");
+}
+
+TEST(TraceValidationTest, RejectsUseOutOfRange) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(0)->set_use_ops(1, 12);
+  ExpectTraceViolation(t, "trace.tensors[0].use_ops[1]");
+}
+
+TEST(TraceValidationTest, RejectsUseBeforeProducer) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(1)->add_use_ops(0);
+  ExpectTraceViolation(t, "trace.tensors[1].use_ops[1]");
+  TinyTrace u = Valid();
+  u.proto.mutable_tensors(1)->add_use_ops(1);  // the producer itself
+  ExpectTraceViolation(u, "trace.tensors[1].use_ops[1]");
+}
+
+TEST(TraceValidationTest, RejectsUseByOptimizer) {
+  TinyTrace t = Valid();
+  v1::Operator* opt = t.proto.add_operators();
+  opt->set_phase(v1::PHASE_OPTIMIZER);
+  t.proto.mutable_tensors(0)->add_use_ops(4);
+  ExpectTraceViolation(t, "trace.tensors[0].use_ops[2]");
+}
+
+TEST(TraceValidationTest, RejectsTensorWithoutBackwardUse) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(0)->clear_use_ops();
+  t.proto.mutable_tensors(0)->add_use_ops(1);
+  ExpectTraceViolation(t, "trace.tensors[0].use_ops");
+}
+
+TEST(TraceValidationTest, RejectsRecomputeInputOutOfRange) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(1)->set_recompute_inputs(0, 2);
+  ExpectTraceViolation(t, "trace.tensors[1].recompute_inputs[0]");
+}
+
+TEST(TraceValidationTest, RejectsSelfRecomputeInput) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(1)->set_recompute_inputs(0, 1);
+  ExpectTraceViolation(t, "trace.tensors[1].recompute_inputs[0]");
+}
+
+TEST(TraceValidationTest, RejectsNegativeRecomputeDuration) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(1)->set_recompute_duration_ns(-3);
+  ExpectTraceViolation(t, "trace.tensors[1].recompute_duration_ns");
+}
+
+TEST(TraceValidationTest, RejectsRecomputeCycleNamingATensorOnIt) {
+  TinyTrace t;
+  t.Fwd(1), t.Bwd(1);
+  t.Tensor(1, 0, {1}, 1, {});   // 0: feeds the cycle but is not on it
+  t.Tensor(1, 0, {1}, 1, {0, 3});
+  t.Tensor(1, 0, {1}, 1, {1});
+  t.Tensor(1, 0, {1}, 1, {2});  // 1 -> 3 -> 2 -> 1
+  const absl::Status status = TraceFromProto(t.proto).status();
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  const std::string field = FieldViolationsOf(status)[0].field;
+  EXPECT_TRUE(field == "trace.tensors[1].recompute_inputs" ||
+              field == "trace.tensors[2].recompute_inputs" ||
+              field == "trace.tensors[3].recompute_inputs")
+      << field;
+}
+
+TEST(TraceValidationTest, LongRecomputeChainAndLongCycleNeitherRecurseNorHang) {
+  constexpr int kLength = 200000;
+  TinyTrace chain;
+  chain.Fwd(1), chain.Bwd(1);
+  for (int i = 0; i < kLength; ++i) {
+    v1::Tensor* t = chain.proto.add_tensors();
+    t->set_size_bytes(1);
+    t->add_use_ops(1);
+    if (i > 0) t->add_recompute_inputs(i - 1);
+  }
+  absl::StatusOr<Trace> trace = TraceFromProto(chain.proto);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->recompute_topological_order.front(), 0);
+  EXPECT_EQ(trace->recompute_topological_order.back(), kLength - 1);
+  chain.proto.mutable_tensors(0)->add_recompute_inputs(kLength - 1);  // close the loop
+  ExpectViolation(TraceFromProto(chain.proto).status(), "trace.tensors[0].recompute_inputs");
+}
+
+TEST(TraceValidationTest, RejectsTooManyRelationsAsResourceExhausted) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(0)->mutable_use_ops()->Resize(static_cast<int>(kMaxRelations) + 1, 3);
+  ExpectTraceViolation(t, "trace.tensors", absl::StatusCode::kResourceExhausted);
+}
+
+TEST(TraceValidationTest, ReportsEveryViolationInThePayload) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(0)->set_duration_ns(-1);
+  t.proto.mutable_operators(1)->set_duration_ns(-1);
+  t.proto.mutable_operators(2)->set_workspace_bytes(-1);
+  const absl::Status status = TraceFromProto(t.proto).status();
+  EXPECT_EQ(FieldViolationsOf(status).size(), 3u);
+  EXPECT_TRUE(absl::StrContains(status.message(), "(and 2 more)")) << status;
+}
+
+TEST(TraceValidationTest, DuplicateUsesAreMergedAndUsesMayComeInAnyOrder) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(0)->clear_use_ops();
+  for (int u : {3, 1, 3, 1}) t.proto.mutable_tensors(0)->add_use_ops(u);
+  absl::StatusOr<Trace> trace = TraceFromProto(t.proto);
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(std::vector<int32_t>(trace->uses.Row(0).begin(), trace->uses.Row(0).end()),
+            (std::vector<int32_t>{1, 3}));
+}
+
+TEST(HardwareValidationTest, RejectsEachBadField) {
+  const v1::Hardware good = HardwareToProto(ByteNanosecondLink());
+  ASSERT_TRUE(HardwareFromProto(good).ok());
+  struct Case {
+    void (*mutate)(v1::Hardware&);
+    const char* field;
+  };
+  const Case cases[] = {
+      {[](v1::Hardware& h) { h.set_d2h_bytes_per_second(0); }, "hardware.d2h_bytes_per_second"},
+      {[](v1::Hardware& h) { h.set_h2d_bytes_per_second(-1); }, "hardware.h2d_bytes_per_second"},
+      {[](v1::Hardware& h) { h.set_transfer_latency_ns(-1); }, "hardware.transfer_latency_ns"},
+      {[](v1::Hardware& h) { h.set_gpu_memory_bytes(-1); }, "hardware.gpu_memory_bytes"},
+      {[](v1::Hardware& h) { h.set_host_pinned_memory_bytes(-1); },
+       "hardware.host_pinned_memory_bytes"},
+      {[](v1::Hardware& h) { h.set_matmul_flops_per_second(-1); },
+       "hardware.matmul_flops_per_second"},
+      {[](v1::Hardware& h) { h.set_hbm_bytes_per_second(-1); }, "hardware.hbm_bytes_per_second"},
+      {[](v1::Hardware& h) { h.set_name(std::string(300, 'n')); }, "hardware.name"},
+  };
+  for (const Case& c : cases) {
+    v1::Hardware h = good;
+    c.mutate(h);
+    ExpectViolation(HardwareFromProto(h).status(), c.field);
+  }
+}
+
+TEST(BudgetValidationTest, ResolvesEachFormAndRejectsBadOnes) {
+  const Trace trace = Valid().Build();  // all-keep peak: 150
+  v1::Budget b;
+  b.set_fraction_of_peak(0.5);
+  EXPECT_EQ(*ResolveBudget(trace, b), 75);
+  b.set_bytes(120);
+  EXPECT_EQ(*ResolveBudget(trace, b), 120);
+  b.set_bytes(0);  // a legal, infeasible budget
+  EXPECT_EQ(*ResolveBudget(trace, b), 0);
+  b.set_unlimited(true);
+  EXPECT_EQ(*ResolveBudget(trace, b), kUnlimitedBytes);
+  b.set_fraction_of_peak(1e6);
+  EXPECT_EQ(*ResolveBudget(trace, b), 150'000'000);
+
+  ExpectViolation(ResolveBudget(trace, v1::Budget()).status(), "budget");
+  b.set_bytes(-1);
+  ExpectViolation(ResolveBudget(trace, b).status(), "budget.bytes");
+  for (double f : {0.0, -0.5, 1e7, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    b.set_fraction_of_peak(f);
+    ExpectViolation(ResolveBudget(trace, b).status(), "budget.fraction_of_peak");
+  }
+  b.set_unlimited(false);
+  ExpectViolation(ResolveBudget(trace, b).status(), "budget.unlimited");
+}
+
+TEST(PlanValidationTest, RejectsWrongCountAndUnspecifiedDecision) {
+  const Trace trace = Valid().Build();
+  v1::Plan p;
+  p.add_tensors()->set_decision(v1::DECISION_KEEP);
+  ExpectViolation(PlanFromProto(trace, p).status(), "plan.tensors");
+  p.add_tensors();
+  ExpectViolation(PlanFromProto(trace, p).status(), "plan.tensors[1].decision");
+}
+
+TEST(PlanValidationTest, RejectsForbiddenDecisions) {
+  TinyTrace t = Valid();
+  t.proto.mutable_tensors(0)->set_swap_forbidden(true);
+  t.proto.mutable_tensors(1)->set_recompute_forbidden(true);
+  const Trace trace = t.Build();
+  const Hardware hw = ByteNanosecondLink();
+  ExpectViolation(ValidatePlan(trace, hw, PlanOf("sk", 2), false), "plan.tensors[0].decision");
+  ExpectViolation(ValidatePlan(trace, hw, PlanOf("kr"), false), "plan.tensors[1].decision");
+}
+
+TEST(PlanValidationTest, RejectsSwappingBeyondTheHostPinnedCap) {
+  const Trace trace = Valid().Build();
+  Hardware hw = ByteNanosecondLink();
+  hw.host_pinned_memory_bytes = 120;
+  EXPECT_TRUE(ValidatePlan(trace, hw, PlanOf("sk", 2), false).ok());
+  ExpectViolation(ValidatePlan(trace, hw, PlanOf("ss", 2), false), "plan.tensors");
+}
+
+}  // namespace
+}  // namespace slackswap

@@ -44,7 +44,8 @@ ABSL_FLAG(std::string, budget, "1.0",
           "activation-memory budget: a fraction of the all-keep peak (0.5 or 50%), bytes "
           "(123456, 20GB, 20GiB) or 'unlimited'");
 ABSL_FLAG(std::string, policy, "ideal",
-          "simulate: ideal (all keep, unlimited memory), all-keep, or all-swap");
+          "simulate: ideal (all keep; ignores --budget: memory unlimited), all-keep, or "
+          "all-swap");
 ABSL_FLAG(std::string, plan, "", "simulate: replay this plan file instead of --policy");
 ABSL_FLAG(std::string, plan_out, "", "simulate: write the replayed plan, with its schedule");
 ABSL_FLAG(bool, barriers, false, "simulate: vDNN-style per-layer barriers");
@@ -81,15 +82,31 @@ std::string Gigabytes(int64_t bytes) {
 }
 std::string Millis(int64_t ns) { return absl::StrFormat("%.2f ms", static_cast<double>(ns) / 1e6); }
 
+// Exit status 2: the command line itself is wrong (unknown command, flag
+// value or preset). Exit status 1: an input file is wrong or the work failed.
+constexpr int kUsageExit = 2;
+constexpr int kFailureExit = 1;
+
+bool LooksLikePath(const std::string& value) {
+  return absl::StrContains(value, '/') || absl::StrContains(value, '.');
+}
+
 absl::StatusOr<Hardware> LoadHardware() {
   const std::string value = absl::GetFlag(FLAGS_hardware);
-  absl::StatusOr<Hardware> preset = HardwarePreset(value);
-  if (preset.ok() || !(absl::StrContains(value, '/') || absl::StrContains(value, '.'))) {
-    return preset;
-  }
+  if (!LooksLikePath(value)) return HardwarePreset(value);
   v1::Hardware proto;
   SLACKSWAP_RETURN_IF_ERROR(ReadMessageFile(value, &proto));
   return HardwareFromProto(proto);
+}
+
+int ExitFor(const absl::Status& status, int exit_code) {
+  std::cerr << "slackswap: " << status.message() << "\n";
+  return exit_code;
+}
+
+int HardwareExit(const absl::Status& status) {
+  return ExitFor(status, LooksLikePath(absl::GetFlag(FLAGS_hardware)) ? kFailureExit
+                                                                       : kUsageExit);
 }
 
 absl::StatusOr<WorkloadSpec> SpecFromFlags() {
@@ -118,16 +135,6 @@ absl::StatusOr<WorkloadSpec> SpecFromFlags() {
   return spec;
 }
 
-// The wire-form trace from --trace or from the generator.
-absl::StatusOr<v1::Trace> LoadTraceProto(const Hardware& hardware) {
-  v1::Trace proto;
-  if (!absl::GetFlag(FLAGS_trace).empty()) {
-    SLACKSWAP_RETURN_IF_ERROR(ReadMessageFile(absl::GetFlag(FLAGS_trace), &proto));
-    return proto;
-  }
-  SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, SpecFromFlags());
-  return GenerateTrace(spec, hardware);
-}
 
 absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
   v1::Budget budget;
@@ -159,27 +166,23 @@ absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
   return budget;
 }
 
-void PrintStatusError(const absl::Status& status) {
-  std::cerr << "slackswap: " << status.message() << "\n";
-}
-
 int Generate() {
   absl::StatusOr<Hardware> hardware = LoadHardware();
-  if (!hardware.ok()) return PrintStatusError(hardware.status()), 1;
+  if (!hardware.ok()) return HardwareExit(hardware.status());
   absl::StatusOr<WorkloadSpec> spec = SpecFromFlags();
-  if (!spec.ok()) return PrintStatusError(spec.status()), 2;
+  if (!spec.ok()) return ExitFor(spec.status(), kUsageExit);
   absl::StatusOr<v1::Trace> trace = GenerateTrace(*spec, *hardware);
-  if (!trace.ok()) return PrintStatusError(trace.status()), 1;
+  if (!trace.ok()) return ExitFor(trace.status(), kFailureExit);
   const std::string out = absl::GetFlag(FLAGS_out);
   if (!out.empty()) {
     absl::Status written = WriteMessageFile(out, *trace, FormatForPath(out));
-    if (!written.ok()) return PrintStatusError(written), 1;
+    if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   const std::string hardware_out = absl::GetFlag(FLAGS_hardware_out);
   if (!hardware_out.empty()) {
     absl::Status written =
         WriteMessageFile(hardware_out, HardwareToProto(*hardware), FormatForPath(hardware_out));
-    if (!written.ok()) return PrintStatusError(written), 1;
+    if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   const TraceSummary s = Summarize(*trace, *hardware);
   std::cout << absl::StrFormat(
@@ -236,22 +239,31 @@ void PrintMetrics(const Trace& trace, const Hardware& hardware, const std::strin
 
 int SimulateCommand() {
   absl::StatusOr<Hardware> hardware = LoadHardware();
-  if (!hardware.ok()) return PrintStatusError(hardware.status()), 1;
-  absl::StatusOr<v1::Trace> proto = LoadTraceProto(*hardware);
-  if (!proto.ok()) return PrintStatusError(proto.status()), 1;
-  absl::StatusOr<Trace> trace = TraceFromProto(*proto);
-  if (!trace.ok()) return PrintStatusError(trace.status()), 1;
+  if (!hardware.ok()) return HardwareExit(hardware.status());
   absl::StatusOr<v1::Budget> budget = ParseBudget(absl::GetFlag(FLAGS_budget));
-  if (!budget.ok()) return PrintStatusError(budget.status()), 2;
+  if (!budget.ok()) return ExitFor(budget.status(), kUsageExit);
+  v1::Trace proto;
+  if (!absl::GetFlag(FLAGS_trace).empty()) {
+    absl::Status read = ReadMessageFile(absl::GetFlag(FLAGS_trace), &proto);
+    if (!read.ok()) return ExitFor(read, kFailureExit);
+  } else {
+    absl::StatusOr<WorkloadSpec> spec = SpecFromFlags();
+    if (!spec.ok()) return ExitFor(spec.status(), kUsageExit);
+    absl::StatusOr<v1::Trace> generated = GenerateTrace(*spec, *hardware);
+    if (!generated.ok()) return ExitFor(generated.status(), kFailureExit);
+    proto = *std::move(generated);
+  }
+  absl::StatusOr<Trace> trace = TraceFromProto(proto);
+  if (!trace.ok()) return ExitFor(trace.status(), kFailureExit);
 
   std::string policy = absl::GetFlag(FLAGS_policy);
   Plan plan;
   if (!absl::GetFlag(FLAGS_plan).empty()) {
     v1::Plan plan_proto;
     absl::Status read = ReadMessageFile(absl::GetFlag(FLAGS_plan), &plan_proto);
-    if (!read.ok()) return PrintStatusError(read), 1;
+    if (!read.ok()) return ExitFor(read, kFailureExit);
     absl::StatusOr<Plan> parsed = PlanFromProto(*trace, plan_proto);
-    if (!parsed.ok()) return PrintStatusError(parsed.status()), 1;
+    if (!parsed.ok()) return ExitFor(parsed.status(), kFailureExit);
     plan = *std::move(parsed);
     policy = "plan " + absl::GetFlag(FLAGS_plan);
   } else if (policy == "ideal") {
@@ -262,37 +274,35 @@ int SimulateCommand() {
   } else if (policy == "all-swap") {
     plan = AllSwapPlan(*trace);
   } else {
-    std::cerr << "slackswap: --policy must be ideal, all-keep or all-swap\n";
-    return 2;
+    return ExitFor(absl::InvalidArgumentError("--policy must be ideal, all-keep or all-swap"),
+                   kUsageExit);
   }
   absl::StatusOr<int64_t> budget_bytes = ResolveBudget(*trace, *budget);
-  if (!budget_bytes.ok()) return PrintStatusError(budget_bytes.status()), 1;
+  if (!budget_bytes.ok()) return ExitFor(budget_bytes.status(), kUsageExit);
 
   SimulationOptions options;
   options.budget_bytes = *budget_bytes;
   options.per_layer_barriers = absl::GetFlag(FLAGS_barriers);
   options.record_timeline = !absl::GetFlag(FLAGS_timeline).empty();
   absl::StatusOr<SimulationResult> result = Simulate(*trace, *hardware, plan, options);
-  if (!result.ok()) return PrintStatusError(result.status()), 1;
+  if (!result.ok()) return ExitFor(result.status(), kFailureExit);
 
   if (!absl::GetFlag(FLAGS_plan_out).empty()) {
     const std::string path = absl::GetFlag(FLAGS_plan_out);
     absl::Status written =
         WriteMessageFile(path, PlanToProto(plan, DeriveSchedule(*trace, plan)), FormatForPath(path));
-    if (!written.ok()) return PrintStatusError(written), 1;
+    if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   if (options.record_timeline) {
     const std::string path = absl::GetFlag(FLAGS_timeline);
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) {
-      std::cerr << "slackswap: cannot write " << path << "\n";
-      return 1;
+      return ExitFor(absl::PermissionDeniedError("cannot write " + path), kFailureExit);
     }
     const std::string json = ChromeTraceJson(*trace, *result);
     const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
     if (std::fclose(f) != 0 || !ok) {
-      std::cerr << "slackswap: short write to " << path << "\n";
-      return 1;
+      return ExitFor(absl::DataLossError("short write to " + path), kFailureExit);
     }
   }
   if (absl::GetFlag(FLAGS_json)) {

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Runs the real slackswap binary the way a user would and checks what it
+# prints, writes and returns. Usage: cli_test.sh PATH_TO_SLACKSWAP
+set -u
+cli=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+check() {  # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: $name"
+  fi
+}
+exit_code() { "$@" >"$work/out" 2>"$work/err"; echo $?; }
+json_get() {  # json_get FILE PYTHON_EXPR_ON_d
+  /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
+}
+
+# Usage errors exit 2 and say what to do.
+check "no command exits 2" test "$(exit_code "$cli")" = 2
+check "unknown command exits 2" test "$(exit_code "$cli" frobnicate)" = 2
+check "unknown command is named" grep -q "unknown command 'frobnicate'" "$work/err"
+check "bad budget exits 2" test "$(exit_code "$cli" simulate --budget lots)" = 2
+check "bad budget explains" grep -q -- "--budget must be" "$work/err"
+check "bad policy exits 2" test "$(exit_code "$cli" simulate --policy magic)" = 2
+check "help exits 0" test "$(exit_code "$cli" help)" = 0
+check "help lists simulate" grep -q "slackswap simulate" "$work/out"
+check "unknown preset is a usage error" test "$(exit_code "$cli" generate --preset gpt-9)" = 2
+check "unknown preset lists valid ones" grep -q "gpt2-xl" "$work/err"
+check "unknown hardware is a usage error" test "$(exit_code "$cli" simulate --hardware tpu9)" = 2
+check "unknown hardware lists valid ones" grep -q "a100" "$work/err"
+check "missing hardware file is an error" test \
+  "$(exit_code "$cli" simulate --hardware "$work/none.json")" = 1
+check "zero fraction budget is a usage error" test "$(exit_code "$cli" simulate --policy all-keep --budget 0.0)" = 2
+check "zero fraction budget names the field" grep -q "budget.fraction_of_peak" "$work/err"
+
+# generate writes a trace in JSON and in binary; both simulate identically.
+check "generate json" test "$(exit_code "$cli" generate --layers 4 --out "$work/t.json" \
+  --hardware_out "$work/hw.json")" = 0
+check "generate prints the hideable fraction" grep -q "hideable fraction" "$work/out"
+check "generate binary" test "$(exit_code "$cli" generate --layers 4 --out "$work/t.pb")" = 0
+check "trace json has operators" test "$(json_get "$work/t.json" "len(d['operators'])")" -gt 50
+"$cli" simulate --trace "$work/t.json" --hardware "$work/hw.json" --policy all-swap \
+  --budget 0.5 --json >"$work/m_json.json"
+"$cli" simulate --trace "$work/t.pb" --policy all-swap --budget 50% --json >"$work/m_pb.json"
+check "json and binary traces simulate alike" cmp -s "$work/m_json.json" "$work/m_pb.json"
+check "metrics outcome" test "$(json_get "$work/m_json.json" "d['outcome']")" = \
+  SIMULATION_OUTCOME_COMPLETED
+
+# A plan written by simulate replays to exactly the same metrics.
+"$cli" simulate --trace "$work/t.pb" --policy all-swap --budget 0.5 --json \
+  --plan_out "$work/plan.json" >"$work/m1.json"
+"$cli" simulate --trace "$work/t.pb" --plan "$work/plan.json" --budget 0.5 --json >"$work/m2.json"
+check "plan replay reproduces metrics" cmp -s "$work/m1.json" "$work/m2.json"
+check "plan carries its offload order" test \
+  "$(json_get "$work/plan.json" "len(d['offload_order'])")" -gt 10
+
+# The timeline opens as Chrome trace-event JSON with every op in it.
+"$cli" simulate --trace "$work/t.pb" --policy all-swap --budget 0.5 \
+  --timeline "$work/timeline.json" >/dev/null
+ops=$(json_get "$work/t.json" "len(d['operators'])")
+spans=$(json_get "$work/timeline.json" "sum(1 for e in d['traceEvents'] if e['ph']=='X' and e['tid']==1)")
+check "timeline has one span per op" test "$spans" = "$ops"
+
+# Infeasible budgets are a result, not an error.
+check "infeasible is exit 0" test "$(exit_code "$cli" simulate --trace "$work/t.pb" \
+  --policy all-keep --budget 0.2)" = 0
+check "infeasible says why" grep -q "INFEASIBLE: op" "$work/out"
+
+# An invalid trace names the field.
+/usr/bin/python3 - "$work/t.json" "$work/bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["tensors"][3]["use_ops"][0] = 100000
+json.dump(d, open(sys.argv[2], "w"))
+PY
+check "invalid trace exits 1" test "$(exit_code "$cli" simulate --trace "$work/bad.json")" = 1
+check "invalid trace names the field" grep -q "trace.tensors\[3\].use_ops\[0\]" "$work/err"
+check "missing trace file" test "$(exit_code "$cli" simulate --trace "$work/nope.pb")" = 1
+
+echo "$passed passed, $failed failed"
+test "$failed" = 0

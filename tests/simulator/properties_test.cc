@@ -1,0 +1,242 @@
+// Properties of the event model over many generated traces and random plans.
+#include <algorithm>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "planner/basic_plans.h"
+#include "simulator/event_model.h"
+#include "simulator/proto_convert.h"
+#include "simulator/workload.h"
+
+namespace slackswap {
+namespace {
+
+struct Workload {
+  std::string name;
+  Trace trace;
+  Hardware hardware;
+};
+
+// Small versions of every preset on every GPU preset.
+std::vector<Workload> Workloads() {
+  std::vector<Workload> out;
+  for (const std::string& preset : WorkloadPresetNames()) {
+    for (const std::string& gpu : {"titan-x", "a100", "h100", "gh200"}) {
+      WorkloadSpec spec = *WorkloadPreset(preset);
+      spec.layers = std::min(spec.layers, 3);
+      if (preset == "bert-large") spec.flash_attention = false;  // cover unfused attention too
+      const Hardware hw = *HardwarePreset(gpu);
+      absl::StatusOr<v1::Trace> proto = GenerateTrace(spec, hw);
+      EXPECT_TRUE(proto.ok()) << proto.status();
+      out.push_back({preset + "/" + gpu, *TraceFromProto(*proto), hw});
+    }
+  }
+  return out;
+}
+
+// A random valid plan: each tensor keeps, swaps or recomputes where allowed;
+// each swap's issue point is drawn from its valid window.
+Plan RandomPlan(const Trace& trace, bool barriers, std::mt19937_64& rng) {
+  Plan plan = Plan::AllKeep(trace);
+  std::uniform_int_distribution<int> pick(0, 2);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    const int choice = pick(rng);
+    if (choice == 1 && !trace.tensors[t].swap_forbidden) plan.decisions[t] = Decision::kSwap;
+    if (choice == 2 && !trace.tensors[t].recompute_forbidden) {
+      plan.decisions[t] = Decision::kRecompute;
+    }
+  }
+  const std::vector<int32_t> need = DeriveNeeds(trace, plan.decisions);
+  const std::vector<int32_t> run_start = BlockRunStarts(trace);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (plan.decisions[t] != Decision::kSwap) continue;
+    const int32_t earliest = trace.tensors[t].last_forward_use + 1;
+    const int32_t latest = barriers ? run_start[need[t]] : need[t];
+    plan.prefetch_issue_op[t] = std::uniform_int_distribution<int32_t>(earliest, latest)(rng);
+  }
+  return plan;
+}
+
+// Checks every invariant that ties the timeline to the metrics.
+void CheckConsistency(const Trace& trace, const Plan& plan, const SimulationResult& r) {
+  const Schedule s = DeriveSchedule(trace, plan);
+  int64_t op_ns = 0, rebuild_ns = 0, d2h_ns = 0, h2d_ns = 0, compute_end = 0;
+  int64_t d2h_end = 0, h2d_end = 0;
+  std::vector<int32_t> offloads, prefetches;
+  std::vector<int64_t> op_start(trace.ops.size(), -1), op_end(trace.ops.size(), -1);
+  std::vector<int64_t> prefetch_end(trace.tensors.size(), -1);
+  std::vector<int64_t> offload_end(trace.tensors.size(), -1);
+  for (const TimelineEvent& e : r.timeline) {
+    ASSERT_LE(e.resident_bytes, r.budget_bytes);
+    ASSERT_LE(e.start_ns, e.end_ns);
+    switch (e.kind) {
+      case TimelineKind::kOp:
+      case TimelineKind::kRebuild:
+        ASSERT_GE(e.start_ns, compute_end) << "compute steps overlap";
+        compute_end = e.end_ns;
+        if (e.kind == TimelineKind::kOp) {
+          op_ns += e.end_ns - e.start_ns;
+          op_start[e.index] = e.start_ns;
+          op_end[e.index] = e.end_ns;
+          // A backward op reading a swapped tensor starts after its prefetch.
+          for (int32_t t : trace.reads.Row(e.index)) {
+            if (plan.decisions[t] == Decision::kSwap && e.index >= trace.num_forward_ops) {
+              ASSERT_GE(prefetch_end[t], 0);
+              ASSERT_LE(prefetch_end[t], e.start_ns);
+            }
+          }
+        } else {
+          rebuild_ns += e.end_ns - e.start_ns;
+        }
+        break;
+      case TimelineKind::kOffload:
+        ASSERT_GE(e.start_ns, d2h_end) << "offloads overlap";
+        ASSERT_GE(e.start_ns, op_end[trace.tensors[e.index].producer_op]);
+        d2h_end = e.end_ns;
+        offload_end[e.index] = e.end_ns;
+        d2h_ns += e.end_ns - e.start_ns;
+        offloads.push_back(e.index);
+        break;
+      case TimelineKind::kPrefetch: {
+        ASSERT_GE(e.start_ns, h2d_end) << "prefetches overlap";
+        ASSERT_GE(e.start_ns, offload_end[e.index]);
+        const int32_t issue = plan.prefetch_issue_op[e.index];
+        ASSERT_GE(e.start_ns, op_end[issue - 1]) << "prefetch before its issue point";
+        h2d_end = e.end_ns;
+        prefetch_end[e.index] = e.end_ns;
+        h2d_ns += e.end_ns - e.start_ns;
+        prefetches.push_back(e.index);
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(op_ns, trace.ideal_ns);
+  EXPECT_EQ(rebuild_ns, r.recompute_ns);
+  EXPECT_EQ(d2h_ns, r.d2h_busy_ns);
+  EXPECT_EQ(h2d_ns, r.h2d_busy_ns);
+  EXPECT_EQ(compute_end, r.iteration_ns);
+  EXPECT_EQ(offloads, s.offload_order);
+  EXPECT_EQ(prefetches, s.prefetch_order);
+  // The compute stream is always running or stalled, and each stall has one cause.
+  EXPECT_EQ(r.iteration_ns, r.ideal_ns + r.recompute_ns + r.stall_ns());
+  EXPECT_LE(r.peak_resident_bytes, r.budget_bytes);
+  EXPECT_EQ(r.forward_end_ns, op_end[trace.num_forward_ops - 1]);
+}
+
+TEST(EventModelPropertyTest, RandomPlansRespectTheBudgetAndMatchTheirTimeline) {
+  std::mt19937_64 rng(20261130);
+  int feasible = 0, infeasible = 0;
+  for (const Workload& w : Workloads()) {
+    const int64_t peak = AllKeepPeakBytes(w.trace);
+    for (int trial = 0; trial < 30; ++trial) {
+      const bool barriers = trial % 3 == 2;
+      const Plan plan = RandomPlan(w.trace, barriers, rng);
+      SimulationOptions options;
+      options.budget_bytes = static_cast<int64_t>(peak * (0.1 + 0.04 * trial));
+      options.per_layer_barriers = barriers;
+      options.record_timeline = true;
+      absl::StatusOr<SimulationResult> r = Simulate(w.trace, w.hardware, plan, options);
+      ASSERT_TRUE(r.ok()) << w.name << ": " << r.status();
+      if (!r->feasible) {
+        ++infeasible;
+        EXPECT_FALSE(r->infeasibility.reason.empty());
+        EXPECT_LE(r->peak_resident_bytes, options.budget_bytes);
+        continue;
+      }
+      ++feasible;
+      SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
+      CheckConsistency(w.trace, plan, *r);
+    }
+  }
+  // The sweep must exercise both outcomes, or it proves little.
+  EXPECT_GT(feasible, 50);
+  EXPECT_GT(infeasible, 5);
+}
+
+TEST(EventModelPropertyTest, AllKeepWithUnlimitedMemoryIsTheSumOfDurations) {
+  for (const Workload& w : Workloads()) {
+    absl::StatusOr<SimulationResult> r =
+        Simulate(w.trace, w.hardware, IdealPlan(w.trace), SimulationOptions());
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->iteration_ns, w.trace.ideal_ns) << w.name;
+    EXPECT_DOUBLE_EQ(r->throughput_ratio, 1.0);
+    EXPECT_EQ(r->stall_ns(), 0);
+    EXPECT_EQ(r->peak_resident_bytes, AllKeepPeakBytes(w.trace));
+  }
+}
+
+TEST(EventModelPropertyTest, SimulationIsDeterministic) {
+  std::mt19937_64 rng(7);
+  for (const Workload& w : Workloads()) {
+    const Plan plan = RandomPlan(w.trace, false, rng);
+    SimulationOptions options;
+    options.budget_bytes = AllKeepPeakBytes(w.trace) / 2;
+    options.record_timeline = true;
+    const SimulationResult a = *Simulate(w.trace, w.hardware, plan, options);
+    const SimulationResult b = *Simulate(w.trace, w.hardware, plan, options);
+    EXPECT_EQ(MetricsToProto(a).SerializeAsString(), MetricsToProto(b).SerializeAsString());
+    EXPECT_EQ(TimelineToProto(a).SerializeAsString(), TimelineToProto(b).SerializeAsString());
+  }
+}
+
+TEST(EventModelPropertyTest, AllSwapWithAFullBudgetNeverWaitsForMemory) {
+  for (const Workload& w : Workloads()) {
+    SimulationOptions options;
+    options.budget_bytes = AllKeepPeakBytes(w.trace);
+    const SimulationResult r = *Simulate(w.trace, w.hardware, AllSwapPlan(w.trace), options);
+    ASSERT_TRUE(r.feasible) << w.name << ": " << r.infeasibility.reason;
+    EXPECT_EQ(r.memory_wait_ns, 0) << w.name;
+    EXPECT_GE(r.iteration_ns, w.trace.ideal_ns);
+  }
+}
+
+// Hostile input: random corruptions of a valid trace never crash the
+// validator, and whatever it accepts simulates without crashing.
+TEST(EventModelPropertyTest, CorruptedTracesAreRejectedOrSimulatedSafely) {
+  WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
+  spec.layers = 2;
+  const Hardware hw = *HardwarePreset("a100");
+  const v1::Trace base = *GenerateTrace(spec, hw);
+  std::mt19937_64 rng(99);
+  const int64_t values[] = {-1, 0, 1, 7, 1 << 20, int64_t{1} << 40, int64_t{1} << 61,
+                            std::numeric_limits<int64_t>::max(),
+                            std::numeric_limits<int64_t>::min()};
+  auto value = [&] { return values[rng() % std::size(values)]; };
+  int accepted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    v1::Trace t = base;
+    for (int m = 0; m < 3; ++m) {
+      v1::Operator* op = t.mutable_operators(rng() % t.operators_size());
+      v1::Tensor* tensor = t.mutable_tensors(rng() % t.tensors_size());
+      switch (rng() % 9) {
+        case 0: op->set_duration_ns(value()); break;
+        case 1: op->set_phase(static_cast<v1::Phase>(rng() % 5)); break;
+        case 2: op->set_workspace_bytes(value()); break;
+        case 3: tensor->set_size_bytes(value()); break;
+        case 4: tensor->set_producer_op(static_cast<int32_t>(value())); break;
+        case 5:
+          if (tensor->use_ops_size() > 0) {
+            tensor->set_use_ops(rng() % tensor->use_ops_size(), static_cast<int32_t>(rng() % 200));
+          }
+          break;
+        case 6: tensor->add_recompute_inputs(static_cast<int32_t>(rng() % t.tensors_size())); break;
+        case 7: tensor->set_recompute_duration_ns(value()); break;
+        case 8: op->set_block_index(static_cast<int32_t>(value())); break;
+      }
+    }
+    absl::StatusOr<Trace> trace = TraceFromProto(t);
+    if (!trace.ok()) {
+      EXPECT_EQ(trace.status().code(), absl::StatusCode::kInvalidArgument);
+      continue;
+    }
+    ++accepted;
+    SimulationOptions options;
+    options.budget_bytes = AllKeepPeakBytes(*trace) / 2;
+    absl::StatusOr<SimulationResult> r = Simulate(*trace, hw, AllSwapPlan(*trace), options);
+    if (r.ok() && r->feasible) EXPECT_LE(r->peak_resident_bytes, options.budget_bytes);
+  }
+  EXPECT_GT(accepted, 100);
+}
+
+}  // namespace
+}  // namespace slackswap

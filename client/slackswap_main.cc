@@ -67,6 +67,9 @@ Usage:
                      [--policy ideal|all-keep|all-swap | --plan FILE] [--barriers]
                      [--json] [--plan_out FILE] [--timeline FILE]
       Replay a plan in the event model and print its metrics.
+  slackswap presets
+      The hardware presets and each workload preset's calibration figures, as
+      Markdown tables (docs/workloads.md is made from this output).
   slackswap help
       This text. `slackswap --help` lists every flag.
 
@@ -203,6 +206,14 @@ int Generate() {
   return 0;
 }
 
+std::string OffloadLag(const SimulationResult& r) {
+  if (r.swapped_bytes == 0) return "nothing offloaded";
+  if (r.last_offload_lag_ns <= 0) {
+    return "offloads done " + Millis(-r.last_offload_lag_ns) + " before the forward pass ended";
+  }
+  return "last offload ended " + Millis(r.last_offload_lag_ns) + " after the forward pass";
+}
+
 void PrintMetrics(const Trace& trace, const Hardware& hardware, const std::string& policy,
                   const SimulationResult& r) {
   const int64_t peak = AllKeepPeakBytes(trace);
@@ -229,12 +240,12 @@ void PrintMetrics(const Trace& trace, const Hardware& hardware, const std::strin
       "stall        prefetch %s, memory %s, barrier %s\n"
       "recompute    %s\n"
       "bytes        kept %s, swapped %s, recomputed %s; peak resident %s\n"
-      "link         D2H busy %s, H2D busy %s; last offload %s after the forward pass\n",
+      "link         D2H busy %s, H2D busy %s; %s\n",
       Millis(r.iteration_ns), Millis(r.ideal_ns), 100 * r.throughput_ratio,
       Millis(r.prefetch_wait_ns), Millis(r.memory_wait_ns), Millis(r.barrier_wait_ns),
       Millis(r.recompute_ns), Gigabytes(r.kept_bytes), Gigabytes(r.swapped_bytes),
       Gigabytes(r.recomputed_bytes), Gigabytes(r.peak_resident_bytes), Millis(r.d2h_busy_ns),
-      Millis(r.h2d_busy_ns), Millis(r.last_offload_lag_ns));
+      Millis(r.h2d_busy_ns), OffloadLag(r));
 }
 
 int SimulateCommand() {
@@ -313,6 +324,56 @@ int SimulateCommand() {
   return 0;
 }
 
+// A row of the calibration table: one workload on one hardware preset.
+absl::Status PrintCalibrationRow(const std::string& preset, int64_t sequence_length,
+                                 const std::string& gpu) {
+  SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, WorkloadPreset(preset));
+  if (sequence_length > 0) spec.sequence_length = sequence_length;
+  SLACKSWAP_ASSIGN_OR_RETURN(Hardware hw, HardwarePreset(gpu));
+  SLACKSWAP_ASSIGN_OR_RETURN(v1::Trace trace, GenerateTrace(spec, hw));
+  const TraceSummary s = Summarize(trace, hw);
+  const std::string shape =
+      spec.family == ModelFamily::kVgg16
+          ? absl::StrCat("batch ", spec.batch, ", ", spec.image_size, "x", spec.image_size)
+          : absl::StrCat("batch ", spec.batch, " x ", spec.sequence_length);
+  std::cout << absl::StrFormat("| %s | %s | %s | %d | %s | %.0f | %s | %s | %.1f%% |\n", preset,
+                               shape, gpu, trace.operators_size(), Gigabytes(s.saved_bytes),
+                               s.flops_per_saved_byte, Millis(s.forward_ns),
+                               Millis(s.iteration_ns), 100 * s.hideable_fraction);
+  return absl::OkStatus();
+}
+
+int Presets() {
+  std::cout << "| Hardware | D2H GB/s | H2D GB/s | Latency us | GPU memory GiB | "
+               "Matmul TFLOP/s | HBM GB/s |\n|---|---|---|---|---|---|---|\n";
+  for (const std::string& name : HardwarePresetNames()) {
+    const Hardware h = *HardwarePreset(name);
+    std::cout << absl::StrFormat("| %s | %.1f | %.1f | %.0f | %.0f | %.1f | %.0f |\n", name,
+                                 h.d2h_bytes_per_second / 1e9, h.h2d_bytes_per_second / 1e9,
+                                 h.transfer_latency_ns / 1e3,
+                                 h.gpu_memory_bytes / 1073741824.0,
+                                 h.matmul_flops_per_second / 1e12, h.hbm_bytes_per_second / 1e9);
+  }
+  std::cout << "\n| Workload | Shape | Hardware | Ops | Saved | FLOPs/saved byte | Forward | "
+               "Ideal iteration | Hideable |\n|---|---|---|---|---|---|---|---|---|\n";
+  struct Row {
+    const char* preset;
+    int64_t sequence_length;
+    const char* gpu;
+  };
+  const Row rows[] = {
+      {"gpt2-xl", 0, "a100"},      {"bert-large", 0, "a100"},   {"llama-7b", 2048, "a100"},
+      {"llama-7b", 4096, "a100"},  {"llama-7b", 8192, "a100"},  {"llama-7b", 16384, "a100"},
+      {"llama-7b", 32768, "a100"}, {"vgg16", 0, "titan-x"},     {"vgg16", 0, "a100"},
+      {"gpt2-xl", 0, "v100"},      {"gpt2-xl", 0, "h100"},      {"gpt2-xl", 0, "gh200"},
+  };
+  for (const Row& row : rows) {
+    absl::Status status = PrintCalibrationRow(row.preset, row.sequence_length, row.gpu);
+    if (!status.ok()) return ExitFor(status, kFailureExit);
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace slackswap
 
@@ -326,6 +387,7 @@ int main(int argc, char** argv) {
   const std::string command = positional[1];
   if (command == "generate") return slackswap::Generate();
   if (command == "simulate") return slackswap::SimulateCommand();
+  if (command == "presets") return slackswap::Presets();
   if (command == "help") {
     std::cout << slackswap::kUsage << "\n";
     return 0;

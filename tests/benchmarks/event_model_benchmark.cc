@@ -1,0 +1,105 @@
+// Benchmarks of the simulator: one replay of the GPT-2 XL trace under a mixed
+// plan (target: under 0.2 ms on one core), plus the costs around it.
+// scripts/benchmarks.sh runs this and writes docs/benchmarks.md.
+#include <benchmark/benchmark.h>
+
+#include "absl/strings/match.h"
+#include "simulator/event_model.h"
+#include "simulator/proto_convert.h"
+#include "simulator/workload.h"
+
+namespace slackswap {
+namespace {
+
+struct Fixture {
+  v1::Trace proto;
+  Trace trace;
+  Hardware hardware;
+  Plan plan;
+  SimulationOptions options;
+};
+
+// GPT-2 XL / A100 at 50% of peak with a plan of every kind: the layer outputs
+// (expensive to rebuild) swapped, the normalization outputs and both MLP
+// activations recomputed, everything else kept.
+const Fixture& Gpt2Xl() {
+  static const Fixture* fixture = [] {
+    auto* f = new Fixture;
+    f->hardware = *HardwarePreset("a100");
+    f->proto = *GenerateTrace(*WorkloadPreset("gpt2-xl"), f->hardware);
+    f->trace = *TraceFromProto(f->proto);
+    f->plan = Plan::AllKeep(f->trace);
+    for (int32_t t = 0; t < f->trace.num_tensors(); ++t) {
+      const std::string& name = f->trace.tensor_names[t];
+      if (absl::EndsWith(name, ".out")) {
+        f->plan.decisions[t] = Decision::kSwap;
+        f->plan.prefetch_issue_op[t] = f->trace.first_backward_op();
+      } else if (absl::EndsWith(name, "qkv_in") || absl::EndsWith(name, "mlp_in") ||
+                 absl::EndsWith(name, "fc2_in") || absl::EndsWith(name, "gelu_in")) {
+        f->plan.decisions[t] = Decision::kRecompute;
+      }
+    }
+    f->options.budget_bytes = AllKeepPeakBytes(f->trace) / 2;
+    return f;
+  }();
+  return *fixture;
+}
+
+// The replay alone (schedule derived once), as a planner's inner loop runs it.
+void BM_ReplayGpt2XlMixedPlan(benchmark::State& state) {
+  const Fixture& f = Gpt2Xl();
+  const Schedule schedule = DeriveSchedule(f.trace, f.plan);
+  for (auto _ : state) {
+    SimulationResult r = SimulateSchedule(f.trace, f.hardware, f.plan, schedule, f.options);
+    if (!r.feasible) state.SkipWithError("plan is infeasible");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_ReplayGpt2XlMixedPlan)->Unit(benchmark::kMicrosecond);
+
+// Simulate as a caller sees it: plan validation, schedule derivation, replay.
+void BM_SimulateGpt2XlMixedPlan(benchmark::State& state) {
+  const Fixture& f = Gpt2Xl();
+  for (auto _ : state) {
+    absl::StatusOr<SimulationResult> r = Simulate(f.trace, f.hardware, f.plan, f.options);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_SimulateGpt2XlMixedPlan)->Unit(benchmark::kMicrosecond);
+
+// The same with the full timeline recorded.
+void BM_SimulateGpt2XlWithTimeline(benchmark::State& state) {
+  const Fixture& f = Gpt2Xl();
+  SimulationOptions options = f.options;
+  options.record_timeline = true;
+  for (auto _ : state) {
+    absl::StatusOr<SimulationResult> r = Simulate(f.trace, f.hardware, f.plan, options);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_SimulateGpt2XlWithTimeline)->Unit(benchmark::kMicrosecond);
+
+// Validation and conversion of the wire-form trace (once per request).
+void BM_TraceFromProtoGpt2Xl(benchmark::State& state) {
+  const Fixture& f = Gpt2Xl();
+  for (auto _ : state) {
+    absl::StatusOr<Trace> trace = TraceFromProto(f.proto);
+    benchmark::DoNotOptimize(trace);
+  }
+}
+BENCHMARK(BM_TraceFromProtoGpt2Xl)->Unit(benchmark::kMicrosecond);
+
+void BM_GenerateGpt2Xl(benchmark::State& state) {
+  const Hardware hw = *HardwarePreset("a100");
+  const WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
+  for (auto _ : state) {
+    absl::StatusOr<v1::Trace> trace = GenerateTrace(spec, hw);
+    benchmark::DoNotOptimize(trace);
+  }
+}
+BENCHMARK(BM_GenerateGpt2Xl)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace slackswap
+
+BENCHMARK_MAIN();

@@ -11,10 +11,18 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -34,22 +42,29 @@ std::string Micros(int64_t ns) {
 
 }  // namespace
 
-std::string ChromeTraceJson(const Trace& trace, const SimulationResult& result) {
+std::string ChromeTraceJson(const Trace& trace,
+                            const SimulationResult& result) {
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  absl::StrAppend(&out,
-                  R"({"ph":"M","pid":1,"name":"process_name","args":{"name":"slackswap"}},)",
-                  "\n");
+  absl::StrAppend(
+      &out,
+      R"({"ph":"M","pid":1,"name":"process_name","args":{"name":"slackswap"}},)",
+      "\n");
   const char* threads[] = {"compute", "D2H (offload)", "H2D (prefetch)"};
   for (int tid = 0; tid < 3; ++tid) {
     absl::StrAppend(&out, R"({"ph":"M","pid":1,"tid":)", tid + 1,
-                    R"(,"name":"thread_name","args":{"name":")", threads[tid], "\"}},\n");
+                    R"(,"name":"thread_name","args":{"name":")", threads[tid],
+                    "\"}},\n");
   }
   for (const TimelineEvent& e : result.timeline) {
     std::string name;
     int tid = 1;
     switch (e.kind) {
-      case TimelineKind::kOp: name = trace.op_names[e.index]; break;
-      case TimelineKind::kRebuild: name = "rebuild " + trace.tensor_names[e.index]; break;
+      case TimelineKind::kOp:
+        name = trace.op_names[e.index];
+        break;
+      case TimelineKind::kRebuild:
+        name = "rebuild " + trace.tensor_names[e.index];
+        break;
       case TimelineKind::kOffload:
         name = "offload " + trace.tensor_names[e.index];
         tid = 2;
@@ -59,14 +74,18 @@ std::string ChromeTraceJson(const Trace& trace, const SimulationResult& result) 
         tid = 3;
         break;
     }
-    absl::StrAppend(&out, R"({"ph":"X","pid":1,"tid":)", tid, ",\"name\":", JsonString(name),
-                    ",\"ts\":", Micros(e.start_ns), ",\"dur\":", Micros(e.end_ns - e.start_ns),
+    absl::StrAppend(&out, R"({"ph":"X","pid":1,"tid":)", tid,
+                    ",\"name\":", JsonString(name),
+                    ",\"ts\":", Micros(e.start_ns),
+                    ",\"dur\":", Micros(e.end_ns - e.start_ns),
                     R"(,"args":{"index":)", e.index, "}},\n");
     absl::StrAppend(&out, R"({"ph":"C","pid":1,"name":"resident_bytes","ts":)",
-                    Micros(e.start_ns), R"(,"args":{"bytes":)", e.resident_bytes, "}},\n");
+                    Micros(e.start_ns), R"(,"args":{"bytes":)",
+                    e.resident_bytes, "}},\n");
   }
-  absl::StrAppend(&out, R"({"ph":"i","pid":1,"tid":1,"s":"g","name":"iteration end","ts":)",
-                  Micros(result.iteration_ns), "}\n]}\n");
+  absl::StrAppend(
+      &out, R"({"ph":"i","pid":1,"tid":1,"s":"g","name":"iteration end","ts":)",
+      Micros(result.iteration_ns), "}\n]}\n");
   return out;
 }
 

@@ -1,7 +1,8 @@
 // slackswap: the command-line tool. Works in-process, with no server.
 //
 //   slackswap generate --preset gpt2-xl --hardware a100 --out trace.json
-//   slackswap simulate --trace trace.json --hardware a100 --budget 0.5 --policy all-swap
+//   slackswap simulate --trace trace.json --hardware a100 --budget 0.5 --policy
+//   all-swap
 //
 // Run `slackswap help` for every subcommand and flag.
 #include <cstdio>
@@ -29,34 +30,46 @@
 #include "simulator/workload.h"
 
 ABSL_FLAG(std::string, preset, "gpt2-xl",
-          "workload preset: bert-large, gpt2-xl, llama-7b, vgg16 (ignored with --trace)");
-ABSL_FLAG(std::string, trace, "", "trace file (binary protobuf or JSON) instead of --preset");
-ABSL_FLAG(std::string, hardware, "a100",
-          "hardware preset (titan-x, v100, a100, h100, gh200) or a Hardware file");
+          "workload preset: bert-large, gpt2-xl, llama-7b, vgg16 (ignored with "
+          "--trace)");
+ABSL_FLAG(std::string, trace, "",
+          "trace file (binary protobuf or JSON) instead of --preset");
+ABSL_FLAG(
+    std::string, hardware, "a100",
+    "hardware preset (titan-x, v100, a100, h100, gh200) or a Hardware file");
 ABSL_FLAG(int64_t, batch, 0, "batch size (0: the preset's)");
 ABSL_FLAG(int64_t, seq, 0, "sequence length (0: the preset's)");
 ABSL_FLAG(int32_t, layers, 0, "transformer layers (0: the preset's)");
-ABSL_FLAG(std::string, precision, "", "bf16, fp16 or fp32 (empty: the preset's)");
+ABSL_FLAG(std::string, precision, "",
+          "bf16, fp16 or fp32 (empty: the preset's)");
 ABSL_FLAG(std::string, attention, "", "flash or unfused (empty: the preset's)");
-ABSL_FLAG(std::string, out, "", "generate: where to write the trace (.json: JSON, else binary)");
-ABSL_FLAG(std::string, hardware_out, "", "generate: also write the hardware descriptor here");
+ABSL_FLAG(std::string, out, "",
+          "generate: where to write the trace (.json: JSON, else binary)");
+ABSL_FLAG(std::string, hardware_out, "",
+          "generate: also write the hardware descriptor here");
 ABSL_FLAG(std::string, budget, "1.0",
-          "activation-memory budget: a fraction of the all-keep peak (0.5 or 50%), bytes "
+          "activation-memory budget: a fraction of the all-keep peak (0.5 or "
+          "50%), bytes "
           "(123456, 20GB, 20GiB) or 'unlimited'");
 ABSL_FLAG(std::string, policy, "ideal",
-          "simulate: ideal (all keep; ignores --budget: memory unlimited), all-keep, or "
+          "simulate: ideal (all keep; ignores --budget: memory unlimited), "
+          "all-keep, or "
           "all-swap");
-ABSL_FLAG(std::string, plan, "", "simulate: replay this plan file instead of --policy");
-ABSL_FLAG(std::string, plan_out, "", "simulate: write the replayed plan, with its schedule");
+ABSL_FLAG(std::string, plan, "",
+          "simulate: replay this plan file instead of --policy");
+ABSL_FLAG(std::string, plan_out, "",
+          "simulate: write the replayed plan, with its schedule");
 ABSL_FLAG(bool, barriers, false, "simulate: vDNN-style per-layer barriers");
 ABSL_FLAG(bool, json, false, "simulate: print the metrics as JSON");
-ABSL_FLAG(std::string, timeline, "",
-          "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
+ABSL_FLAG(
+    std::string, timeline, "",
+    "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
 
 namespace slackswap {
 namespace {
 
-constexpr char kUsage[] = R"(slackswap: activation-memory planning for deep-learning training
+constexpr char kUsage[] =
+    R"(slackswap: activation-memory planning for deep-learning training
 
 Usage:
   slackswap generate [--preset P] [--hardware H] [--batch N] [--seq N] [--layers N]
@@ -83,7 +96,9 @@ std::string Gigabytes(int64_t bytes) {
   if (bytes == kUnlimitedBytes) return "unlimited";
   return absl::StrFormat("%.2f GB", static_cast<double>(bytes) / 1e9);
 }
-std::string Millis(int64_t ns) { return absl::StrFormat("%.2f ms", static_cast<double>(ns) / 1e6); }
+std::string Millis(int64_t ns) {
+  return absl::StrFormat("%.2f ms", static_cast<double>(ns) / 1e6);
+}
 
 // Exit status 2: the command line itself is wrong (unknown command, flag
 // value or preset). Exit status 1: an input file is wrong or the work failed.
@@ -108,15 +123,19 @@ int ExitFor(const absl::Status& status, int exit_code) {
 }
 
 int HardwareExit(const absl::Status& status) {
-  return ExitFor(status, LooksLikePath(absl::GetFlag(FLAGS_hardware)) ? kFailureExit
-                                                                       : kUsageExit);
+  return ExitFor(status, LooksLikePath(absl::GetFlag(FLAGS_hardware))
+                             ? kFailureExit
+                             : kUsageExit);
 }
 
 absl::StatusOr<WorkloadSpec> SpecFromFlags() {
-  SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, WorkloadPreset(absl::GetFlag(FLAGS_preset)));
+  SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec,
+                             WorkloadPreset(absl::GetFlag(FLAGS_preset)));
   if (absl::GetFlag(FLAGS_batch) != 0) spec.batch = absl::GetFlag(FLAGS_batch);
-  if (absl::GetFlag(FLAGS_seq) != 0) spec.sequence_length = absl::GetFlag(FLAGS_seq);
-  if (absl::GetFlag(FLAGS_layers) != 0) spec.layers = absl::GetFlag(FLAGS_layers);
+  if (absl::GetFlag(FLAGS_seq) != 0)
+    spec.sequence_length = absl::GetFlag(FLAGS_seq);
+  if (absl::GetFlag(FLAGS_layers) != 0)
+    spec.layers = absl::GetFlag(FLAGS_layers);
   const std::string precision = absl::GetFlag(FLAGS_precision);
   if (precision == "bf16") {
     spec.precision = Precision::kBf16;
@@ -138,7 +157,6 @@ absl::StatusOr<WorkloadSpec> SpecFromFlags() {
   return spec;
 }
 
-
 absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
   v1::Budget budget;
   double number = 0;
@@ -147,7 +165,8 @@ absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
   } else if (absl::EndsWith(text, "%") &&
              absl::SimpleAtod(text.substr(0, text.size() - 1), &number)) {
     budget.set_fraction_of_peak(number / 100);
-  } else if (text.find_first_of(".eE") != std::string::npos && absl::SimpleAtod(text, &number)) {
+  } else if (text.find_first_of(".eE") != std::string::npos &&
+             absl::SimpleAtod(text, &number)) {
     budget.set_fraction_of_peak(number);
   } else {
     struct Unit {
@@ -157,13 +176,15 @@ absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
     for (const Unit& unit : {Unit{"GiB", 1073741824.0}, Unit{"MiB", 1048576.0},
                              Unit{"GB", 1e9}, Unit{"MB", 1e6}, Unit{"", 1}}) {
       if (!absl::EndsWith(text, unit.suffix)) continue;
-      if (absl::SimpleAtod(text.substr(0, text.size() - strlen(unit.suffix)), &number)) {
+      if (absl::SimpleAtod(text.substr(0, text.size() - strlen(unit.suffix)),
+                           &number)) {
         budget.set_bytes(static_cast<int64_t>(number * unit.scale));
         return budget;
       }
     }
     return absl::InvalidArgumentError(
-        "--budget must be a fraction (0.5), a percentage (50%), bytes (20GB, 20GiB, 123) or "
+        "--budget must be a fraction (0.5), a percentage (50%), bytes (20GB, "
+        "20GiB, 123) or "
         "'unlimited'");
   }
   return budget;
@@ -183,8 +204,8 @@ int Generate() {
   }
   const std::string hardware_out = absl::GetFlag(FLAGS_hardware_out);
   if (!hardware_out.empty()) {
-    absl::Status written =
-        WriteMessageFile(hardware_out, HardwareToProto(*hardware), FormatForPath(hardware_out));
+    absl::Status written = WriteMessageFile(
+        hardware_out, HardwareToProto(*hardware), FormatForPath(hardware_out));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   const TraceSummary s = Summarize(*trace, *hardware);
@@ -198,10 +219,10 @@ int Generate() {
       "forward time       %s\n"
       "ideal iteration    %s\n"
       "hideable fraction  %.1f%% (D2H %s/s during the forward pass)\n",
-      trace->name(), trace->operators_size(), trace->tensors_size(), Gigabytes(s.saved_bytes),
-      static_cast<double>(s.forward_flops), s.flops_per_saved_byte, Millis(s.forward_ns),
-      Millis(s.iteration_ns), 100 * s.hideable_fraction,
-      Gigabytes(hardware->d2h_bytes_per_second));
+      trace->name(), trace->operators_size(), trace->tensors_size(),
+      Gigabytes(s.saved_bytes), static_cast<double>(s.forward_flops),
+      s.flops_per_saved_byte, Millis(s.forward_ns), Millis(s.iteration_ns),
+      100 * s.hideable_fraction, Gigabytes(hardware->d2h_bytes_per_second));
   if (!out.empty()) std::cout << "written to         " << out << "\n";
   return 0;
 }
@@ -209,26 +230,31 @@ int Generate() {
 std::string OffloadLag(const SimulationResult& r) {
   if (r.swapped_bytes == 0) return "nothing offloaded";
   if (r.last_offload_lag_ns <= 0) {
-    return "offloads done " + Millis(-r.last_offload_lag_ns) + " before the forward pass ended";
+    return "offloads done " + Millis(-r.last_offload_lag_ns) +
+           " before the forward pass ended";
   }
-  return "last offload ended " + Millis(r.last_offload_lag_ns) + " after the forward pass";
+  return "last offload ended " + Millis(r.last_offload_lag_ns) +
+         " after the forward pass";
 }
 
-void PrintMetrics(const Trace& trace, const Hardware& hardware, const std::string& policy,
-                  const SimulationResult& r) {
+void PrintMetrics(const Trace& trace, const Hardware& hardware,
+                  const std::string& policy, const SimulationResult& r) {
   const int64_t peak = AllKeepPeakBytes(trace);
   std::string budget = Gigabytes(r.budget_bytes);
   if (r.budget_bytes != kUnlimitedBytes && peak > 0) {
-    absl::StrAppend(&budget, absl::StrFormat(" (%.1f%% of the all-keep peak, %s)",
-                                             100.0 * r.budget_bytes / peak, Gigabytes(peak)));
+    absl::StrAppend(
+        &budget,
+        absl::StrFormat(" (%.1f%% of the all-keep peak, %s)",
+                        100.0 * r.budget_bytes / peak, Gigabytes(peak)));
   }
   std::cout << absl::StrFormat(
       "trace        %s (%d ops, %d tensors, %s saved)\n"
       "hardware     %s (D2H %s/s, H2D %s/s)\n"
       "policy       %s\n"
       "budget       %s\n",
-      trace.name, trace.num_ops(), trace.num_tensors(), Gigabytes(trace.total_tensor_bytes),
-      hardware.name, Gigabytes(hardware.d2h_bytes_per_second),
+      trace.name, trace.num_ops(), trace.num_tensors(),
+      Gigabytes(trace.total_tensor_bytes), hardware.name,
+      Gigabytes(hardware.d2h_bytes_per_second),
       Gigabytes(hardware.h2d_bytes_per_second), policy, budget);
   if (!r.feasible) {
     std::cout << "outcome      INFEASIBLE: " << r.infeasibility.reason << "\n";
@@ -242,10 +268,11 @@ void PrintMetrics(const Trace& trace, const Hardware& hardware, const std::strin
       "bytes        kept %s, swapped %s, recomputed %s; peak resident %s\n"
       "link         D2H busy %s, H2D busy %s; %s\n",
       Millis(r.iteration_ns), Millis(r.ideal_ns), 100 * r.throughput_ratio,
-      Millis(r.prefetch_wait_ns), Millis(r.memory_wait_ns), Millis(r.barrier_wait_ns),
-      Millis(r.recompute_ns), Gigabytes(r.kept_bytes), Gigabytes(r.swapped_bytes),
-      Gigabytes(r.recomputed_bytes), Gigabytes(r.peak_resident_bytes), Millis(r.d2h_busy_ns),
-      Millis(r.h2d_busy_ns), OffloadLag(r));
+      Millis(r.prefetch_wait_ns), Millis(r.memory_wait_ns),
+      Millis(r.barrier_wait_ns), Millis(r.recompute_ns),
+      Gigabytes(r.kept_bytes), Gigabytes(r.swapped_bytes),
+      Gigabytes(r.recomputed_bytes), Gigabytes(r.peak_resident_bytes),
+      Millis(r.d2h_busy_ns), Millis(r.h2d_busy_ns), OffloadLag(r));
 }
 
 int SimulateCommand() {
@@ -285,7 +312,8 @@ int SimulateCommand() {
   } else if (policy == "all-swap") {
     plan = AllSwapPlan(*trace);
   } else {
-    return ExitFor(absl::InvalidArgumentError("--policy must be ideal, all-keep or all-swap"),
+    return ExitFor(absl::InvalidArgumentError(
+                       "--policy must be ideal, all-keep or all-swap"),
                    kUsageExit);
   }
   absl::StatusOr<int64_t> budget_bytes = ResolveBudget(*trace, *budget);
@@ -295,25 +323,29 @@ int SimulateCommand() {
   options.budget_bytes = *budget_bytes;
   options.per_layer_barriers = absl::GetFlag(FLAGS_barriers);
   options.record_timeline = !absl::GetFlag(FLAGS_timeline).empty();
-  absl::StatusOr<SimulationResult> result = Simulate(*trace, *hardware, plan, options);
+  absl::StatusOr<SimulationResult> result =
+      Simulate(*trace, *hardware, plan, options);
   if (!result.ok()) return ExitFor(result.status(), kFailureExit);
 
   if (!absl::GetFlag(FLAGS_plan_out).empty()) {
     const std::string path = absl::GetFlag(FLAGS_plan_out);
     absl::Status written =
-        WriteMessageFile(path, PlanToProto(plan, DeriveSchedule(*trace, plan)), FormatForPath(path));
+        WriteMessageFile(path, PlanToProto(plan, DeriveSchedule(*trace, plan)),
+                         FormatForPath(path));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   if (options.record_timeline) {
     const std::string path = absl::GetFlag(FLAGS_timeline);
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) {
-      return ExitFor(absl::PermissionDeniedError("cannot write " + path), kFailureExit);
+      return ExitFor(absl::PermissionDeniedError("cannot write " + path),
+                     kFailureExit);
     }
     const std::string json = ChromeTraceJson(*trace, *result);
     const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
     if (std::fclose(f) != 0 || !ok) {
-      return ExitFor(absl::DataLossError("short write to " + path), kFailureExit);
+      return ExitFor(absl::DataLossError("short write to " + path),
+                     kFailureExit);
     }
   }
   if (absl::GetFlag(FLAGS_json)) {
@@ -325,7 +357,8 @@ int SimulateCommand() {
 }
 
 // A row of the calibration table: one workload on one hardware preset.
-absl::Status PrintCalibrationRow(const std::string& preset, int64_t sequence_length,
+absl::Status PrintCalibrationRow(const std::string& preset,
+                                 int64_t sequence_length,
                                  const std::string& gpu) {
   SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, WorkloadPreset(preset));
   if (sequence_length > 0) spec.sequence_length = sequence_length;
@@ -334,41 +367,49 @@ absl::Status PrintCalibrationRow(const std::string& preset, int64_t sequence_len
   const TraceSummary s = Summarize(trace, hw);
   const std::string shape =
       spec.family == ModelFamily::kVgg16
-          ? absl::StrCat("batch ", spec.batch, ", ", spec.image_size, "x", spec.image_size)
+          ? absl::StrCat("batch ", spec.batch, ", ", spec.image_size, "x",
+                         spec.image_size)
           : absl::StrCat("batch ", spec.batch, " x ", spec.sequence_length);
-  std::cout << absl::StrFormat("| %s | %s | %s | %d | %s | %.0f | %s | %s | %.1f%% |\n", preset,
-                               shape, gpu, trace.operators_size(), Gigabytes(s.saved_bytes),
-                               s.flops_per_saved_byte, Millis(s.forward_ns),
-                               Millis(s.iteration_ns), 100 * s.hideable_fraction);
+  std::cout << absl::StrFormat(
+      "| %s | %s | %s | %d | %s | %.0f | %s | %s | %.1f%% |\n", preset, shape,
+      gpu, trace.operators_size(), Gigabytes(s.saved_bytes),
+      s.flops_per_saved_byte, Millis(s.forward_ns), Millis(s.iteration_ns),
+      100 * s.hideable_fraction);
   return absl::OkStatus();
 }
 
 int Presets() {
-  std::cout << "| Hardware | D2H GB/s | H2D GB/s | Latency us | GPU memory GiB | "
-               "Matmul TFLOP/s | HBM GB/s |\n|---|---|---|---|---|---|---|\n";
+  std::cout
+      << "| Hardware | D2H GB/s | H2D GB/s | Latency us | GPU memory GiB | "
+         "Matmul TFLOP/s | HBM GB/s |\n|---|---|---|---|---|---|---|\n";
   for (const std::string& name : HardwarePresetNames()) {
     const Hardware h = *HardwarePreset(name);
-    std::cout << absl::StrFormat("| %s | %.1f | %.1f | %.0f | %.0f | %.1f | %.0f |\n", name,
-                                 h.d2h_bytes_per_second / 1e9, h.h2d_bytes_per_second / 1e9,
-                                 h.transfer_latency_ns / 1e3,
-                                 h.gpu_memory_bytes / 1073741824.0,
-                                 h.matmul_flops_per_second / 1e12, h.hbm_bytes_per_second / 1e9);
+    std::cout << absl::StrFormat(
+        "| %s | %.1f | %.1f | %.0f | %.0f | %.1f | %.0f |\n", name,
+        h.d2h_bytes_per_second / 1e9, h.h2d_bytes_per_second / 1e9,
+        h.transfer_latency_ns / 1e3, h.gpu_memory_bytes / 1073741824.0,
+        h.matmul_flops_per_second / 1e12, h.hbm_bytes_per_second / 1e9);
   }
-  std::cout << "\n| Workload | Shape | Hardware | Ops | Saved | FLOPs/saved byte | Forward | "
-               "Ideal iteration | Hideable |\n|---|---|---|---|---|---|---|---|---|\n";
+  std::cout << "\n| Workload | Shape | Hardware | Ops | Saved | FLOPs/saved "
+               "byte | Forward | "
+               "Ideal iteration | Hideable "
+               "|\n|---|---|---|---|---|---|---|---|---|\n";
   struct Row {
     const char* preset;
     int64_t sequence_length;
     const char* gpu;
   };
   const Row rows[] = {
-      {"gpt2-xl", 0, "a100"},      {"bert-large", 0, "a100"},   {"llama-7b", 2048, "a100"},
-      {"llama-7b", 4096, "a100"},  {"llama-7b", 8192, "a100"},  {"llama-7b", 16384, "a100"},
-      {"llama-7b", 32768, "a100"}, {"vgg16", 0, "titan-x"},     {"vgg16", 0, "a100"},
-      {"gpt2-xl", 0, "v100"},      {"gpt2-xl", 0, "h100"},      {"gpt2-xl", 0, "gh200"},
+      {"gpt2-xl", 0, "a100"},      {"bert-large", 0, "a100"},
+      {"llama-7b", 2048, "a100"},  {"llama-7b", 4096, "a100"},
+      {"llama-7b", 8192, "a100"},  {"llama-7b", 16384, "a100"},
+      {"llama-7b", 32768, "a100"}, {"vgg16", 0, "titan-x"},
+      {"vgg16", 0, "a100"},        {"gpt2-xl", 0, "v100"},
+      {"gpt2-xl", 0, "h100"},      {"gpt2-xl", 0, "gh200"},
   };
   for (const Row& row : rows) {
-    absl::Status status = PrintCalibrationRow(row.preset, row.sequence_length, row.gpu);
+    absl::Status status =
+        PrintCalibrationRow(row.preset, row.sequence_length, row.gpu);
     if (!status.ok()) return ExitFor(status, kFailureExit);
   }
   return 0;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/numeric/int128.h"
-
 #include "absl/strings/str_cat.h"
 #include "simulator/field_violations.h"
 #include "simulator/status_macros.h"
@@ -43,7 +42,8 @@ class Replay {
   void FinishH2D();
   void Allocate(int64_t bytes) {
     resident_ += bytes;
-    result_.peak_resident_bytes = std::max(result_.peak_resident_bytes, resident_);
+    result_.peak_resident_bytes =
+        std::max(result_.peak_resident_bytes, resident_);
   }
   void Record(TimelineKind kind, int32_t index, int64_t end) {
     if (options_.record_timeline) {
@@ -108,7 +108,8 @@ void Replay::ComputeBarriers() {
            trace_.tensors[s_.offload_order[offloads]].producer_op <= o) {
       ++offloads;
     }
-    const bool run_ends = o + 1 == trace_.num_ops() || run_start[o + 1] == o + 1;
+    const bool run_ends =
+        o + 1 == trace_.num_ops() || run_start[o + 1] == o + 1;
     if (run_ends && o + 1 < trace_.num_ops()) {
       barrier_offloads_[s_.OpStep(o) + 1] = static_cast<int32_t>(offloads);
     }
@@ -134,8 +135,9 @@ void Replay::TryStartCompute() {
   compute_waits_for_memory_ = false;
   if (compute_busy_ || step_ >= s_.num_steps) return;
   if (stage_ == 0) {
-    if (options_.per_layer_barriers && (offloads_done_ < barrier_offloads_[step_] ||
-                                        prefetches_done_ < barrier_prefetches_[step_])) {
+    if (options_.per_layer_barriers &&
+        (offloads_done_ < barrier_offloads_[step_] ||
+         prefetches_done_ < barrier_prefetches_[step_])) {
       return;
     }
     result_.barrier_wait_ns += now_ - stage_since_;
@@ -150,14 +152,15 @@ void Replay::TryStartCompute() {
   }
   const bool rebuild = StepIsRebuild();
   const int32_t tensor = rebuild ? s_.rebuilds.items[k_] : -1;
-  compute_alloc_ = rebuild ? trace_.tensors[tensor].size_bytes : trace_.op_allocation_bytes[op_];
+  compute_alloc_ = rebuild ? trace_.tensors[tensor].size_bytes
+                           : trace_.op_allocation_bytes[op_];
   if (resident_ + compute_alloc_ > options_.budget_bytes) {
     compute_waits_for_memory_ = true;
     return;
   }
   result_.memory_wait_ns += now_ - stage_since_;
-  const int64_t duration =
-      rebuild ? trace_.tensors[tensor].recompute_ns : trace_.ops[op_].duration_ns;
+  const int64_t duration = rebuild ? trace_.tensors[tensor].recompute_ns
+                                   : trace_.ops[op_].duration_ns;
   compute_busy_ = true;
   compute_end_ = now_ + duration;
   Allocate(compute_alloc_);
@@ -188,7 +191,8 @@ void Replay::FinishCompute() {
     if (op + 1 == trace_.num_forward_ops) result_.forward_end_ns = now_;
     ++op_;
   }
-  for (int32_t t : s_.release_after_step.Row(step_)) resident_ -= trace_.tensors[t].size_bytes;
+  for (int32_t t : s_.release_after_step.Row(step_))
+    resident_ -= trace_.tensors[t].size_bytes;
   ++step_;
   stage_ = 0;
   stage_since_ = now_;
@@ -198,8 +202,9 @@ void Replay::TryStartD2H() {
   if (d2h_busy_ || next_offload_ >= s_.offload_order.size()) return;
   const int32_t t = s_.offload_order[next_offload_];
   if (ops_done_ <= trace_.tensors[t].producer_op) return;
-  const int64_t duration = TransferNs(trace_.tensors[t].size_bytes, hw_.d2h_bytes_per_second,
-                                      hw_.transfer_latency_ns);
+  const int64_t duration =
+      TransferNs(trace_.tensors[t].size_bytes, hw_.d2h_bytes_per_second,
+                 hw_.transfer_latency_ns);
   d2h_busy_ = true;
   d2h_end_ = now_ + duration;
   result_.d2h_busy_ns += duration;
@@ -219,7 +224,8 @@ void Replay::FinishD2H() {
 void Replay::TryStartH2D() {
   // Compute allocations are served first: no prefetch starts while the
   // compute stream waits for memory.
-  if (h2d_busy_ || compute_waits_for_memory_ || next_prefetch_ >= s_.prefetch_order.size()) {
+  if (h2d_busy_ || compute_waits_for_memory_ ||
+      next_prefetch_ >= s_.prefetch_order.size()) {
     return;
   }
   const int32_t t = s_.prefetch_order[next_prefetch_];
@@ -228,7 +234,8 @@ void Replay::TryStartH2D() {
       resident_ + size > options_.budget_bytes) {
     return;
   }
-  const int64_t duration = TransferNs(size, hw_.h2d_bytes_per_second, hw_.transfer_latency_ns);
+  const int64_t duration =
+      TransferNs(size, hw_.h2d_bytes_per_second, hw_.transfer_latency_ns);
   h2d_busy_ = true;
   h2d_end_ = now_ + duration;
   result_.h2d_busy_ns += duration;
@@ -251,24 +258,27 @@ void Replay::ReportInfeasible() {
   why.bytes_resident = resident_;
   const std::string what =
       why.rebuild_tensor >= 0
-          ? absl::StrCat("the rebuild of tensor ", why.rebuild_tensor, " before op ", op_)
+          ? absl::StrCat("the rebuild of tensor ", why.rebuild_tensor,
+                         " before op ", op_)
           : absl::StrCat("op ", op_);
   if (stage_ == 0) {
     why.waiting_for = WaitCause::kBarrier;
-    why.reason = absl::StrCat(what, " waits at a per-layer barrier that no pending transfer ",
-                              "can release");
+    why.reason = absl::StrCat(
+        what, " waits at a per-layer barrier that no pending transfer ",
+        "can release");
   } else if (stage_ == 1) {
     why.waiting_for = WaitCause::kPrefetch;
     const int32_t head = s_.prefetch_order[next_prefetch_];
     why.bytes_needed = trace_.tensors[head].size_bytes;
-    why.reason = absl::StrCat(what, " waits for a prefetch; the next one (tensor ", head,
-                              ") needs ", why.bytes_needed, " bytes with ", resident_,
-                              " of ", options_.budget_bytes, " resident");
+    why.reason =
+        absl::StrCat(what, " waits for a prefetch; the next one (tensor ", head,
+                     ") needs ", why.bytes_needed, " bytes with ", resident_,
+                     " of ", options_.budget_bytes, " resident");
   } else {
     why.waiting_for = WaitCause::kMemory;
     why.bytes_needed = compute_alloc_;
-    why.reason = absl::StrCat(what, " needs ", compute_alloc_, " bytes with ", resident_,
-                              " of ", options_.budget_bytes,
+    why.reason = absl::StrCat(what, " needs ", compute_alloc_, " bytes with ",
+                              resident_, " of ", options_.budget_bytes,
                               " resident, and nothing pending can free memory");
   }
 }
@@ -279,9 +289,15 @@ SimulationResult Replay::Run() {
   for (size_t t = 0; t < trace_.tensors.size(); ++t) {
     const int64_t size = trace_.tensors[t].size_bytes;
     switch (plan_.decisions[t]) {
-      case Decision::kKeep: result_.kept_bytes += size; break;
-      case Decision::kSwap: result_.swapped_bytes += size; break;
-      case Decision::kRecompute: result_.recomputed_bytes += size; break;
+      case Decision::kKeep:
+        result_.kept_bytes += size;
+        break;
+      case Decision::kSwap:
+        result_.swapped_bytes += size;
+        break;
+      case Decision::kRecompute:
+        result_.recomputed_bytes += size;
+        break;
     }
   }
   k_ = s_.rebuilds.begin[0];
@@ -302,7 +318,8 @@ SimulationResult Replay::Run() {
   }
   result_.iteration_ns = now_;
   if (result_.feasible && now_ > 0) {
-    result_.throughput_ratio = static_cast<double>(trace_.ideal_ns) / static_cast<double>(now_);
+    result_.throughput_ratio =
+        static_cast<double>(trace_.ideal_ns) / static_cast<double>(now_);
   } else if (result_.feasible) {
     result_.throughput_ratio = 1.0;
   }
@@ -319,22 +336,27 @@ absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware) {
   for (const Tensor& t : trace.tensors) total += t.recompute_ns;
   const int64_t slowest =
       std::min(hardware.d2h_bytes_per_second, hardware.h2d_bytes_per_second);
-  const absl::int128 transfer_bytes = static_cast<absl::int128>(trace.total_tensor_bytes) * 2;
+  const absl::int128 transfer_bytes =
+      static_cast<absl::int128>(trace.total_tensor_bytes) * 2;
   total += transfer_bytes * 1'000'000'000 / slowest;
   total += static_cast<absl::int128>(hardware.transfer_latency_ns) * 2 *
            static_cast<absl::int128>(trace.tensors.size());
   if (total < kMaxSimulatedNs) return absl::OkStatus();
-  const char* field = hardware.d2h_bytes_per_second <= hardware.h2d_bytes_per_second
-                          ? "hardware.d2h_bytes_per_second"
-                          : "hardware.h2d_bytes_per_second";
-  return InvalidField(field,
-                      "too small for this trace: the iteration could exceed 2^62 ns");
+  const char* field =
+      hardware.d2h_bytes_per_second <= hardware.h2d_bytes_per_second
+          ? "hardware.d2h_bytes_per_second"
+          : "hardware.h2d_bytes_per_second";
+  return InvalidField(
+      field, "too small for this trace: the iteration could exceed 2^62 ns");
 }
 
-absl::StatusOr<SimulationResult> Simulate(const Trace& trace, const Hardware& hardware,
-                                          const Plan& plan, const SimulationOptions& options) {
+absl::StatusOr<SimulationResult> Simulate(const Trace& trace,
+                                          const Hardware& hardware,
+                                          const Plan& plan,
+                                          const SimulationOptions& options) {
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-  SLACKSWAP_RETURN_IF_ERROR(ValidatePlan(trace, hardware, plan, options.per_layer_barriers));
+  SLACKSWAP_RETURN_IF_ERROR(
+      ValidatePlan(trace, hardware, plan, options.per_layer_barriers));
   const Schedule schedule = DeriveSchedule(trace, plan);
   return SimulateSchedule(trace, hardware, plan, schedule, options);
 }

@@ -9,7 +9,8 @@
 // Example:
 //   SimulationOptions options;
 //   options.budget_bytes = ResolveBudget(trace, budget);
-//   absl::StatusOr<SimulationResult> result = Simulate(trace, hardware, plan, options);
+//   absl::StatusOr<SimulationResult> result = Simulate(trace, hardware, plan,
+//   options);
 //
 // Simulate is a pure function of its arguments: the same inputs give the same
 // result, bit for bit. It is thread-compatible (no shared state). Cost is
@@ -88,7 +89,9 @@ struct SimulationResult {
 
   std::vector<TimelineEvent> timeline;
 
-  int64_t stall_ns() const { return prefetch_wait_ns + memory_wait_ns + barrier_wait_ns; }
+  int64_t stall_ns() const {
+    return prefetch_wait_ns + memory_wait_ns + barrier_wait_ns;
+  }
 };
 
 // Rejects (INVALID_ARGUMENT naming the hardware field) a trace and hardware
@@ -100,8 +103,10 @@ absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware);
 // Replays `plan`. The plan must satisfy ValidatePlan (this function checks it
 // and returns its error otherwise). An infeasible plan is a result
 // (feasible == false), not an error.
-absl::StatusOr<SimulationResult> Simulate(const Trace& trace, const Hardware& hardware,
-                                          const Plan& plan, const SimulationOptions& options);
+absl::StatusOr<SimulationResult> Simulate(const Trace& trace,
+                                          const Hardware& hardware,
+                                          const Plan& plan,
+                                          const SimulationOptions& options);
 
 // Same, with the schedule already derived (DeriveSchedule) and the plan
 // already validated: the planners' inner loop. Undefined for invalid input.

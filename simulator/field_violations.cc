@@ -30,14 +30,16 @@ void FieldViolations::Add(std::string field, std::string description) {
 
 absl::Status FieldViolations::ToStatus() const {
   if (empty()) return absl::OkStatus();
-  std::string message = absl::StrCat(kept_[0].field, ": ", kept_[0].description);
+  std::string message =
+      absl::StrCat(kept_[0].field, ": ", kept_[0].description);
   if (total_ > 1) absl::StrAppend(&message, " (and ", total_ - 1, " more)");
   absl::Status status = absl::InvalidArgumentError(message);
   status.SetPayload(kPayloadUrl, absl::Cord(Encode(kept_)));
   return status;
 }
 
-absl::Status InvalidField(absl::string_view field, absl::string_view description) {
+absl::Status InvalidField(absl::string_view field,
+                          absl::string_view description) {
   FieldViolations violations;
   violations.Add(std::string(field), std::string(description));
   return violations.ToStatus();
@@ -49,7 +51,8 @@ std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status) {
   if (!payload.has_value()) return out;
   for (absl::string_view line :
        absl::StrSplit(std::string(*payload), '\n', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> parts = absl::StrSplit(line, absl::MaxSplits('\t', 1));
+    std::pair<std::string, std::string> parts =
+        absl::StrSplit(line, absl::MaxSplits('\t', 1));
     out.push_back({parts.first, parts.second});
   }
   return out;

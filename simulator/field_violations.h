@@ -9,8 +9,8 @@
 //
 // Example:
 //   FieldViolations violations;
-//   if (size < 0) violations.Add(absl::StrCat(path, ".size_bytes"), "must be >= 0");
-//   return violations.ToStatus();  // OkStatus() when nothing was added
+//   if (size < 0) violations.Add(absl::StrCat(path, ".size_bytes"), "must be >=
+//   0"); return violations.ToStatus();  // OkStatus() when nothing was added
 #ifndef SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_
 #define SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_
 
@@ -50,7 +50,8 @@ class FieldViolations {
 };
 
 // Builds an INVALID_ARGUMENT status for a single field.
-absl::Status InvalidField(absl::string_view field, absl::string_view description);
+absl::Status InvalidField(absl::string_view field,
+                          absl::string_view description);
 
 // The violations carried by a status made by FieldViolations::ToStatus or
 // InvalidField; empty for any other status.

@@ -18,15 +18,18 @@ std::vector<Hardware> MakePresets() {
       {"titan-x", 12 * kGB, 12 * kGB, 10'000, 12 * kGiB, 0,
        4'600'000'000'000 /* FP32, 75% of 6.1 TFLOP/s */, 280 * kGB},
       {"v100", 12 * kGB, 12 * kGB, 10'000, 32 * kGiB, 0, 90 * kTera, 790 * kGB},
-      {"a100", 25 * kGB, 25 * kGB, 10'000, 80 * kGiB, 0, 220 * kTera, 1'800 * kGB},
-      {"h100", 52'800'000'000, 35'200'000'000, 10'000, 80 * kGiB, 0, 700 * kTera,
-       2'900 * kGB},
-      {"gh200", 300 * kGB, 345 * kGB, 5'000, 96 * kGiB, 0, 700 * kTera, 3'500 * kGB},
+      {"a100", 25 * kGB, 25 * kGB, 10'000, 80 * kGiB, 0, 220 * kTera,
+       1'800 * kGB},
+      {"h100", 52'800'000'000, 35'200'000'000, 10'000, 80 * kGiB, 0,
+       700 * kTera, 2'900 * kGB},
+      {"gh200", 300 * kGB, 345 * kGB, 5'000, 96 * kGiB, 0, 700 * kTera,
+       3'500 * kGB},
   };
 }
 
 const std::vector<Hardware>& Presets() {
-  static const std::vector<Hardware>* presets = new std::vector<Hardware>(MakePresets());
+  static const std::vector<Hardware>* presets =
+      new std::vector<Hardware>(MakePresets());
   return *presets;
 }
 
@@ -45,12 +48,15 @@ absl::StatusOr<Hardware> HardwarePreset(absl::string_view name) {
   for (const Hardware& h : Presets()) {
     if (h.name == name) return h;
   }
-  return absl::NotFoundError(absl::StrCat("unknown hardware preset; valid: ",
-                                          absl::StrJoin(HardwarePresetNames(), ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("unknown hardware preset; valid: ",
+                   absl::StrJoin(HardwarePresetNames(), ", ")));
 }
 
-int64_t TransferNs(int64_t size_bytes, int64_t bytes_per_second, int64_t latency_ns) {
-  const absl::int128 numerator = static_cast<absl::int128>(size_bytes) * 1'000'000'000;
+int64_t TransferNs(int64_t size_bytes, int64_t bytes_per_second,
+                   int64_t latency_ns) {
+  const absl::int128 numerator =
+      static_cast<absl::int128>(size_bytes) * 1'000'000'000;
   const absl::int128 ns = (numerator + bytes_per_second - 1) / bytes_per_second;
   return latency_ns + static_cast<int64_t>(ns);
 }

@@ -37,7 +37,8 @@ absl::StatusOr<Hardware> HardwarePreset(absl::string_view name);
 // ceil(size * 1e9 / bandwidth) nanoseconds. Exact integer arithmetic; the
 // caller guarantees the result fits in int64 (see CheckTimeRange in
 // event_model.h).
-int64_t TransferNs(int64_t size_bytes, int64_t bytes_per_second, int64_t latency_ns);
+int64_t TransferNs(int64_t size_bytes, int64_t bytes_per_second,
+                   int64_t latency_ns);
 
 }  // namespace slackswap
 

@@ -17,14 +17,16 @@ Plan Plan::AllKeep(const Trace& trace) {
 std::vector<int32_t> BlockRunStarts(const Trace& trace) {
   std::vector<int32_t> starts(trace.ops.size());
   for (int32_t o = 0; o < trace.num_ops(); ++o) {
-    const bool continues = o > 0 && trace.ops[o].phase == trace.ops[o - 1].phase &&
-                           trace.ops[o].block_index == trace.ops[o - 1].block_index;
+    const bool continues =
+        o > 0 && trace.ops[o].phase == trace.ops[o - 1].phase &&
+        trace.ops[o].block_index == trace.ops[o - 1].block_index;
     starts[o] = continues ? starts[o - 1] : o;
   }
   return starts;
 }
 
-std::vector<int32_t> DeriveNeeds(const Trace& trace, absl::Span<const Decision> decisions) {
+std::vector<int32_t> DeriveNeeds(const Trace& trace,
+                                 absl::Span<const Decision> decisions) {
   std::vector<int32_t> need(trace.tensors.size(), -1);
   const auto& order = trace.recompute_topological_order;
   // Dependents come after their inputs in `order`, so walking it backwards
@@ -41,13 +43,14 @@ std::vector<int32_t> DeriveNeeds(const Trace& trace, absl::Span<const Decision> 
   return need;
 }
 
-absl::Status ValidatePlan(const Trace& trace, const Hardware& hardware, const Plan& plan,
-                          bool per_layer_barriers) {
+absl::Status ValidatePlan(const Trace& trace, const Hardware& hardware,
+                          const Plan& plan, bool per_layer_barriers) {
   const size_t n = trace.tensors.size();
   if (plan.decisions.size() != n || plan.prefetch_issue_op.size() != n) {
-    return InvalidField("plan.tensors",
-                        absl::StrCat("has ", plan.decisions.size(), " entries; the trace has ",
-                                     n, " tensors"));
+    return InvalidField(
+        "plan.tensors",
+        absl::StrCat("has ", plan.decisions.size(), " entries; the trace has ",
+                     n, " tensors"));
   }
   FieldViolations violations;
   int64_t swapped_bytes = 0;
@@ -66,10 +69,11 @@ absl::Status ValidatePlan(const Trace& trace, const Hardware& hardware, const Pl
   if (!violations.empty()) return violations.ToStatus();
   if (hardware.host_pinned_memory_bytes > 0 &&
       swapped_bytes > hardware.host_pinned_memory_bytes) {
-    return InvalidField("plan.tensors",
-                        absl::StrCat("swaps ", swapped_bytes,
-                                     " bytes, above hardware.host_pinned_memory_bytes (",
-                                     hardware.host_pinned_memory_bytes, ")"));
+    return InvalidField(
+        "plan.tensors",
+        absl::StrCat("swaps ", swapped_bytes,
+                     " bytes, above hardware.host_pinned_memory_bytes (",
+                     hardware.host_pinned_memory_bytes, ")"));
   }
   const std::vector<int32_t> need = DeriveNeeds(trace, plan.decisions);
   std::vector<int32_t> run_starts;
@@ -82,10 +86,11 @@ absl::Status ValidatePlan(const Trace& trace, const Hardware& hardware, const Pl
     if (issue < earliest || issue > latest) {
       violations.Add(
           absl::StrCat("plan.tensors[", t, "].prefetch_issue_op"),
-          absl::StrCat("must be in [", earliest, ", ", latest,
-                       "]: after the last forward use, and no later than op ", need[t],
-                       per_layer_barriers ? "'s block start, where a barrier awaits it"
-                                          : ", which needs it"));
+          absl::StrCat(
+              "must be in [", earliest, ", ", latest,
+              "]: after the last forward use, and no later than op ", need[t],
+              per_layer_barriers ? "'s block start, where a barrier awaits it"
+                                 : ", which needs it"));
     }
   }
   return violations.ToStatus();
@@ -108,9 +113,11 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
 
   // H2D order: earliest deadline first, ties by tensor id.
   s.prefetch_order = s.offload_order;
-  std::sort(s.prefetch_order.begin(), s.prefetch_order.end(), [&](int32_t a, int32_t b) {
-    return s.need_op[a] != s.need_op[b] ? s.need_op[a] < s.need_op[b] : a < b;
-  });
+  std::sort(s.prefetch_order.begin(), s.prefetch_order.end(),
+            [&](int32_t a, int32_t b) {
+              return s.need_op[a] != s.need_op[b] ? s.need_op[a] < s.need_op[b]
+                                                  : a < b;
+            });
   s.prefetch_rank.assign(num_tensors, -1);
   for (size_t k = 0; k < s.prefetch_order.size(); ++k) {
     s.prefetch_rank[s.prefetch_order[k]] = static_cast<int32_t>(k);
@@ -119,7 +126,8 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
   // Rebuilds before their need, inputs first.
   std::vector<std::pair<int32_t, int32_t>> pairs;
   for (int32_t t : trace.recompute_topological_order) {
-    if (decisions[t] == Decision::kRecompute) pairs.emplace_back(s.need_op[t], t);
+    if (decisions[t] == Decision::kRecompute)
+      pairs.emplace_back(s.need_op[t], t);
   }
   s.rebuilds = Csr::FromPairs(num_ops, pairs);
   s.num_steps = num_ops + static_cast<int32_t>(s.rebuilds.items.size());
@@ -137,10 +145,12 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
     const Tensor& tensor = trace.tensors[t];
     int32_t last = s.OpStep(tensor.last_backward_use);
     for (int32_t r : trace.recompute_dependents.Row(t)) {
-      if (decisions[r] == Decision::kRecompute) last = std::max(last, rebuild_step[r]);
+      if (decisions[r] == Decision::kRecompute)
+        last = std::max(last, rebuild_step[r]);
     }
     pairs.emplace_back(last, t);
-    if (decisions[t] != Decision::kKeep) forward_pairs.emplace_back(tensor.last_forward_use, t);
+    if (decisions[t] != Decision::kKeep)
+      forward_pairs.emplace_back(tensor.last_forward_use, t);
   }
   std::sort(pairs.begin(), pairs.end());
   s.release_after_step = Csr::FromPairs(s.num_steps, pairs);
@@ -152,7 +162,8 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
   for (int32_t o = trace.num_forward_ops; o < num_ops; ++o) {
     int32_t needed = 0;
     for (int32_t t : trace.reads.Row(o)) {
-      if (decisions[t] == Decision::kSwap) needed = std::max(needed, s.prefetch_rank[t] + 1);
+      if (decisions[t] == Decision::kSwap)
+        needed = std::max(needed, s.prefetch_rank[t] + 1);
     }
     s.prefetches_needed[s.OpStep(o)] = needed;
     for (int32_t k = s.rebuilds.begin[o]; k < s.rebuilds.begin[o + 1]; ++k) {

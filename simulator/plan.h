@@ -54,7 +54,8 @@ struct Schedule {
   // Compute-stream steps. The compute stream runs, for each operator o, the
   // rebuilds of rebuilds.Row(o) and then o. Step numbers are global:
   //   rebuild at position k of rebuilds.items (before op o): step o + k
-  //   operator o:                                            step o + rebuilds.begin[o + 1]
+  //   operator o:                                            step o +
+  //   rebuilds.begin[o + 1]
   int32_t num_steps = 0;
   int32_t OpStep(int32_t op) const { return op + rebuilds.begin[op + 1]; }
 
@@ -78,15 +79,16 @@ struct Schedule {
 //     per-layer barriers at most the first operator of the need's block run;
 //   - swapped bytes within hardware.host_pinned_memory_bytes (when set).
 // Field paths start with "plan.". O(ops + tensors + relations).
-absl::Status ValidatePlan(const Trace& trace, const Hardware& hardware, const Plan& plan,
-                          bool per_layer_barriers);
+absl::Status ValidatePlan(const Trace& trace, const Hardware& hardware,
+                          const Plan& plan, bool per_layer_barriers);
 
 // Derives the schedule. `plan` must be valid for `trace` (ValidatePlan).
 Schedule DeriveSchedule(const Trace& trace, const Plan& plan);
 
 // need_op only (the first part of DeriveSchedule), for planners that probe
 // many candidate plans.
-std::vector<int32_t> DeriveNeeds(const Trace& trace, absl::Span<const Decision> decisions);
+std::vector<int32_t> DeriveNeeds(const Trace& trace,
+                                 absl::Span<const Decision> decisions);
 
 // Per operator: the first operator of the maximal run of consecutive
 // operators with the same phase and block index that contains it.

@@ -19,8 +19,9 @@ std::string Path(absl::string_view prefix, int index, absl::string_view field) {
 absl::Status TooLarge(absl::string_view field, absl::string_view description) {
   const absl::Status invalid = InvalidField(field, description);
   absl::Status status = absl::ResourceExhaustedError(invalid.message());
-  invalid.ForEachPayload(
-      [&](absl::string_view url, const absl::Cord& payload) { status.SetPayload(url, payload); });
+  invalid.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    status.SetPayload(url, payload);
+  });
   return status;
 }
 
@@ -45,25 +46,39 @@ bool AddBounded(int64_t& sum, int64_t value) {
 
 Phase PhaseFromProto(v1::Phase phase) {
   switch (phase) {
-    case v1::PHASE_BACKWARD: return Phase::kBackward;
-    case v1::PHASE_OPTIMIZER: return Phase::kOptimizer;
-    default: return Phase::kForward;
+    case v1::PHASE_BACKWARD:
+      return Phase::kBackward;
+    case v1::PHASE_OPTIMIZER:
+      return Phase::kOptimizer;
+    default:
+      return Phase::kForward;
   }
 }
 
 OpKind KindFromProto(v1::OpKind kind) {
   switch (kind) {
-    case v1::OP_KIND_MATMUL: return OpKind::kMatmul;
-    case v1::OP_KIND_ATTENTION: return OpKind::kAttention;
-    case v1::OP_KIND_CONV: return OpKind::kConv;
-    case v1::OP_KIND_ELEMENTWISE: return OpKind::kElementwise;
-    case v1::OP_KIND_NORMALIZATION: return OpKind::kNormalization;
-    case v1::OP_KIND_DROPOUT: return OpKind::kDropout;
-    case v1::OP_KIND_POOLING: return OpKind::kPooling;
-    case v1::OP_KIND_EMBEDDING: return OpKind::kEmbedding;
-    case v1::OP_KIND_LOSS: return OpKind::kLoss;
-    case v1::OP_KIND_OPTIMIZER: return OpKind::kOptimizer;
-    default: return OpKind::kOther;
+    case v1::OP_KIND_MATMUL:
+      return OpKind::kMatmul;
+    case v1::OP_KIND_ATTENTION:
+      return OpKind::kAttention;
+    case v1::OP_KIND_CONV:
+      return OpKind::kConv;
+    case v1::OP_KIND_ELEMENTWISE:
+      return OpKind::kElementwise;
+    case v1::OP_KIND_NORMALIZATION:
+      return OpKind::kNormalization;
+    case v1::OP_KIND_DROPOUT:
+      return OpKind::kDropout;
+    case v1::OP_KIND_POOLING:
+      return OpKind::kPooling;
+    case v1::OP_KIND_EMBEDDING:
+      return OpKind::kEmbedding;
+    case v1::OP_KIND_LOSS:
+      return OpKind::kLoss;
+    case v1::OP_KIND_OPTIMIZER:
+      return OpKind::kOptimizer;
+    default:
+      return OpKind::kOther;
   }
 }
 
@@ -76,7 +91,8 @@ absl::Status ConvertOperators(const v1::Trace& proto, Trace& trace) {
   bool sum_reported = false;
   for (int i = 0; i < n && !v.full(); ++i) {
     const v1::Operator& op = proto.operators(i);
-    if (op.name().size() > kMaxNameBytes) v.Add(Path("trace.operators", i, "name"), "longer than 256 bytes");
+    if (op.name().size() > kMaxNameBytes)
+      v.Add(Path("trace.operators", i, "name"), "longer than 256 bytes");
     const v1::Phase phase = op.phase();
     if (phase != v1::PHASE_FORWARD && phase != v1::PHASE_BACKWARD &&
         phase != v1::PHASE_OPTIMIZER) {
@@ -84,14 +100,19 @@ absl::Status ConvertOperators(const v1::Trace& proto, Trace& trace) {
             "must be PHASE_FORWARD, PHASE_BACKWARD or PHASE_OPTIMIZER");
     } else if (phase < previous) {
       v.Add(Path("trace.operators", i, "phase"),
-            "out of order: all forward operators come first, then backward, then optimizer");
+            "out of order: all forward operators come first, then backward, "
+            "then optimizer");
     } else {
       previous = phase;
     }
-    if (!v1::OpKind_IsValid(op.kind())) v.Add(Path("trace.operators", i, "kind"), "unknown value");
-    CheckQuantity(v, Path("trace.operators", i, "duration_ns"), op.duration_ns(), "ns");
-    CheckQuantity(v, Path("trace.operators", i, "workspace_bytes"), op.workspace_bytes(), "bytes");
-    if (op.block_index() < 0) v.Add(Path("trace.operators", i, "block_index"), "must be >= 0");
+    if (!v1::OpKind_IsValid(op.kind()))
+      v.Add(Path("trace.operators", i, "kind"), "unknown value");
+    CheckQuantity(v, Path("trace.operators", i, "duration_ns"),
+                  op.duration_ns(), "ns");
+    CheckQuantity(v, Path("trace.operators", i, "workspace_bytes"),
+                  op.workspace_bytes(), "bytes");
+    if (op.block_index() < 0)
+      v.Add(Path("trace.operators", i, "block_index"), "must be >= 0");
     if (op.duration_ns() >= 0 && op.duration_ns() <= kMaxQuantity &&
         !AddBounded(trace.ideal_ns, op.duration_ns()) && !sum_reported) {
       v.Add("trace.operators", "durations sum to more than 2^60 ns");
@@ -122,33 +143,39 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
     const v1::Tensor& tp = proto.tensors(i);
     const std::string path = absl::StrCat("trace.tensors[", i, "]");
     Tensor& t = trace.tensors[i];
-    if (tp.name().size() > kMaxNameBytes) v.Add(path + ".name", "longer than 256 bytes");
+    if (tp.name().size() > kMaxNameBytes)
+      v.Add(path + ".name", "longer than 256 bytes");
     CheckQuantity(v, path + ".size_bytes", tp.size_bytes(), "bytes");
     if (tp.size_bytes() >= 0 && tp.size_bytes() <= kMaxQuantity &&
-        !AddBounded(trace.total_tensor_bytes, tp.size_bytes()) && !sum_reported) {
+        !AddBounded(trace.total_tensor_bytes, tp.size_bytes()) &&
+        !sum_reported) {
       v.Add("trace.tensors", "sizes sum to more than 2^60 bytes");
       sum_reported = true;
     }
-    CheckQuantity(v, path + ".recompute_duration_ns", tp.recompute_duration_ns(), "ns");
+    CheckQuantity(v, path + ".recompute_duration_ns",
+                  tp.recompute_duration_ns(), "ns");
     const int32_t producer = tp.producer_op();
     bool producer_ok = false;
     if (producer < 0 || producer >= num_ops) {
-      v.Add(path + ".producer_op", absl::StrCat("out of range [0, ", num_ops, ")"));
+      v.Add(path + ".producer_op",
+            absl::StrCat("out of range [0, ", num_ops, ")"));
     } else if (trace.ops[producer].phase != Phase::kForward) {
       v.Add(path + ".producer_op", "must be a forward operator");
     } else {
       producer_ok = true;
     }
     bool uses_ok = true;
-    int32_t last_forward = producer, first_backward = num_ops, last_backward = -1;
+    int32_t last_forward = producer, first_backward = num_ops,
+            last_backward = -1;
     for (int j = 0; j < tp.use_ops_size(); ++j) {
       const int32_t u = tp.use_ops(j);
       const std::string use_path = absl::StrCat(path, ".use_ops[", j, "]");
       if (u < 0 || u >= num_ops) {
         v.Add(use_path, absl::StrCat("out of range [0, ", num_ops, ")"));
       } else if (producer_ok && u <= producer) {
-        v.Add(use_path, absl::StrCat("op ", u, " does not come after the producer (op ",
-                                     producer, ")"));
+        v.Add(use_path,
+              absl::StrCat("op ", u, " does not come after the producer (op ",
+                           producer, ")"));
       } else if (trace.ops[u].phase == Phase::kOptimizer) {
         v.Add(use_path, "an optimizer operator cannot read a saved activation");
       } else {
@@ -164,11 +191,13 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
       uses_ok = false;
     }
     if (uses_ok && last_backward < 0) {
-      v.Add(path + ".use_ops", "has no backward use: a saved activation must be read in backward");
+      v.Add(path + ".use_ops",
+            "has no backward use: a saved activation must be read in backward");
     }
     for (int j = 0; j < tp.recompute_inputs_size(); ++j) {
       const int32_t r = tp.recompute_inputs(j);
-      const std::string input_path = absl::StrCat(path, ".recompute_inputs[", j, "]");
+      const std::string input_path =
+          absl::StrCat(path, ".recompute_inputs[", j, "]");
       if (r < 0 || r >= n) {
         v.Add(input_path, absl::StrCat("out of range [0, ", n, ")"));
       } else if (r == i) {
@@ -207,7 +236,8 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
   std::sort(reversed.begin(), reversed.end());
   trace.recompute_dependents = Csr::FromPairs(n, reversed);
   reversed.clear();
-  for (int32_t t = 0; t < n; ++t) reversed.emplace_back(trace.tensors[t].producer_op, t);
+  for (int32_t t = 0; t < n; ++t)
+    reversed.emplace_back(trace.tensors[t].producer_op, t);
   trace.produces = Csr::FromPairs(num_ops, reversed);
   return absl::OkStatus();
 }
@@ -243,8 +273,9 @@ absl::Status OrderRecomputeGraph(Trace& trace) {
       }
     }
   }
-  return InvalidField(absl::StrCat("trace.tensors[", t, "].recompute_inputs"),
-                      "forms a cycle: a tensor's rebuild cannot depend on itself");
+  return InvalidField(
+      absl::StrCat("trace.tensors[", t, "].recompute_inputs"),
+      "forms a cycle: a tensor's rebuild cannot depend on itself");
 }
 
 }  // namespace
@@ -254,20 +285,24 @@ absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
     return InvalidField("trace.operators", "at least one operator is required");
   }
   if (proto.operators_size() > kMaxOperators) {
-    return TooLarge("trace.operators", absl::StrCat("has ", proto.operators_size(),
-                                                    " entries; at most ", kMaxOperators));
+    return TooLarge("trace.operators",
+                    absl::StrCat("has ", proto.operators_size(),
+                                 " entries; at most ", kMaxOperators));
   }
   if (proto.tensors_size() > kMaxTensors) {
     return TooLarge("trace.tensors",
-                    absl::StrCat("has ", proto.tensors_size(), " entries; at most ", kMaxTensors));
+                    absl::StrCat("has ", proto.tensors_size(),
+                                 " entries; at most ", kMaxTensors));
   }
   int64_t relations = 0;
   for (const v1::Tensor& t : proto.tensors()) {
     relations += t.use_ops_size() + t.recompute_inputs_size();
   }
   if (relations > kMaxRelations) {
-    return TooLarge("trace.tensors", absl::StrCat("use_ops and recompute_inputs hold ", relations,
-                                                  " entries; at most ", kMaxRelations));
+    return TooLarge(
+        "trace.tensors",
+        absl::StrCat("use_ops and recompute_inputs hold ", relations,
+                     " entries; at most ", kMaxRelations));
   }
   if (proto.name().size() > kMaxNameBytes) {
     return InvalidField("trace.name", "longer than 256 bytes");
@@ -281,10 +316,12 @@ absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
   trace.op_allocation_bytes.resize(trace.ops.size());
   for (int32_t o = 0; o < trace.num_ops(); ++o) {
     int64_t bytes = trace.ops[o].workspace_bytes;
-    for (int32_t t : trace.produces.Row(o)) bytes += trace.tensors[t].size_bytes;
+    for (int32_t t : trace.produces.Row(o))
+      bytes += trace.tensors[t].size_bytes;
     trace.op_allocation_bytes[o] = bytes;
     if (!AddBounded(workspace_sum, trace.ops[o].workspace_bytes)) {
-      return InvalidField("trace.operators", "workspace sizes sum to more than 2^60 bytes");
+      return InvalidField("trace.operators",
+                          "workspace sizes sum to more than 2^60 bytes");
     }
   }
   return trace;
@@ -292,17 +329,23 @@ absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
 
 absl::StatusOr<Hardware> HardwareFromProto(const v1::Hardware& proto) {
   FieldViolations v;
-  if (proto.name().size() > kMaxNameBytes) v.Add("hardware.name", "longer than 256 bytes");
-  if (proto.d2h_bytes_per_second() <= 0) v.Add("hardware.d2h_bytes_per_second", "must be > 0");
-  if (proto.h2d_bytes_per_second() <= 0) v.Add("hardware.h2d_bytes_per_second", "must be > 0");
-  CheckQuantity(v, "hardware.transfer_latency_ns", proto.transfer_latency_ns(), "ns");
-  CheckQuantity(v, "hardware.gpu_memory_bytes", proto.gpu_memory_bytes(), "bytes");
-  CheckQuantity(v, "hardware.host_pinned_memory_bytes", proto.host_pinned_memory_bytes(),
+  if (proto.name().size() > kMaxNameBytes)
+    v.Add("hardware.name", "longer than 256 bytes");
+  if (proto.d2h_bytes_per_second() <= 0)
+    v.Add("hardware.d2h_bytes_per_second", "must be > 0");
+  if (proto.h2d_bytes_per_second() <= 0)
+    v.Add("hardware.h2d_bytes_per_second", "must be > 0");
+  CheckQuantity(v, "hardware.transfer_latency_ns", proto.transfer_latency_ns(),
+                "ns");
+  CheckQuantity(v, "hardware.gpu_memory_bytes", proto.gpu_memory_bytes(),
                 "bytes");
+  CheckQuantity(v, "hardware.host_pinned_memory_bytes",
+                proto.host_pinned_memory_bytes(), "bytes");
   if (proto.matmul_flops_per_second() < 0) {
     v.Add("hardware.matmul_flops_per_second", "must be >= 0");
   }
-  if (proto.hbm_bytes_per_second() < 0) v.Add("hardware.hbm_bytes_per_second", "must be >= 0");
+  if (proto.hbm_bytes_per_second() < 0)
+    v.Add("hardware.hbm_bytes_per_second", "must be >= 0");
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
   Hardware h;
   h.name = proto.name();
@@ -329,10 +372,12 @@ v1::Hardware HardwareToProto(const Hardware& h) {
   return proto;
 }
 
-absl::StatusOr<int64_t> ResolveBudget(const Trace& trace, const v1::Budget& budget) {
+absl::StatusOr<int64_t> ResolveBudget(const Trace& trace,
+                                      const v1::Budget& budget) {
   switch (budget.limit_case()) {
     case v1::Budget::kBytes:
-      if (budget.bytes() < 0) return InvalidField("budget.bytes", "must be >= 0");
+      if (budget.bytes() < 0)
+        return InvalidField("budget.bytes", "must be >= 0");
       return budget.bytes();
     case v1::Budget::kFractionOfPeak: {
       const double f = budget.fraction_of_peak();
@@ -341,22 +386,26 @@ absl::StatusOr<int64_t> ResolveBudget(const Trace& trace, const v1::Budget& budg
       }
       const long double bytes =
           std::floor(static_cast<long double>(f) * AllKeepPeakBytes(trace));
-      if (bytes >= static_cast<long double>(kMaxQuantity)) return kUnlimitedBytes;
+      if (bytes >= static_cast<long double>(kMaxQuantity))
+        return kUnlimitedBytes;
       return static_cast<int64_t>(bytes);
     }
     case v1::Budget::kUnlimited:
-      if (!budget.unlimited()) return InvalidField("budget.unlimited", "must be true when set");
+      if (!budget.unlimited())
+        return InvalidField("budget.unlimited", "must be true when set");
       return kUnlimitedBytes;
     default:
-      return InvalidField("budget", "required: set bytes, fraction_of_peak or unlimited");
+      return InvalidField("budget",
+                          "required: set bytes, fraction_of_peak or unlimited");
   }
 }
 
 absl::StatusOr<Plan> PlanFromProto(const Trace& trace, const v1::Plan& proto) {
   if (proto.tensors_size() != trace.num_tensors()) {
-    return InvalidField("plan.tensors", absl::StrCat("has ", proto.tensors_size(),
-                                                     " entries; the trace has ",
-                                                     trace.num_tensors(), " tensors"));
+    return InvalidField(
+        "plan.tensors",
+        absl::StrCat("has ", proto.tensors_size(), " entries; the trace has ",
+                     trace.num_tensors(), " tensors"));
   }
   FieldViolations v;
   Plan plan;
@@ -365,9 +414,15 @@ absl::StatusOr<Plan> PlanFromProto(const Trace& trace, const v1::Plan& proto) {
   for (int i = 0; i < proto.tensors_size() && !v.full(); ++i) {
     const v1::TensorPlan& tp = proto.tensors(i);
     switch (tp.decision()) {
-      case v1::DECISION_KEEP: plan.decisions[i] = Decision::kKeep; break;
-      case v1::DECISION_SWAP: plan.decisions[i] = Decision::kSwap; break;
-      case v1::DECISION_RECOMPUTE: plan.decisions[i] = Decision::kRecompute; break;
+      case v1::DECISION_KEEP:
+        plan.decisions[i] = Decision::kKeep;
+        break;
+      case v1::DECISION_SWAP:
+        plan.decisions[i] = Decision::kSwap;
+        break;
+      case v1::DECISION_RECOMPUTE:
+        plan.decisions[i] = Decision::kRecompute;
+        break;
       default:
         v.Add(Path("plan.tensors", i, "decision"),
               "must be DECISION_KEEP, DECISION_SWAP or DECISION_RECOMPUTE");
@@ -383,12 +438,16 @@ v1::Plan PlanToProto(const Plan& plan, const Schedule& schedule) {
   for (size_t t = 0; t < plan.decisions.size(); ++t) {
     v1::TensorPlan* tp = proto.add_tensors();
     switch (plan.decisions[t]) {
-      case Decision::kKeep: tp->set_decision(v1::DECISION_KEEP); break;
+      case Decision::kKeep:
+        tp->set_decision(v1::DECISION_KEEP);
+        break;
       case Decision::kSwap:
         tp->set_decision(v1::DECISION_SWAP);
         tp->set_prefetch_issue_op(plan.prefetch_issue_op[t]);
         break;
-      case Decision::kRecompute: tp->set_decision(v1::DECISION_RECOMPUTE); break;
+      case Decision::kRecompute:
+        tp->set_decision(v1::DECISION_RECOMPUTE);
+        break;
     }
   }
   for (int32_t t : schedule.offload_order) proto.add_offload_order(t);
@@ -416,10 +475,17 @@ v1::Metrics MetricsToProto(const SimulationResult& r) {
     why->set_op(r.infeasibility.op);
     why->set_rebuild_tensor(r.infeasibility.rebuild_tensor);
     switch (r.infeasibility.waiting_for) {
-      case WaitCause::kMemory: why->set_waiting_for(v1::WAIT_CAUSE_MEMORY); break;
-      case WaitCause::kPrefetch: why->set_waiting_for(v1::WAIT_CAUSE_PREFETCH); break;
-      case WaitCause::kBarrier: why->set_waiting_for(v1::WAIT_CAUSE_BARRIER); break;
-      case WaitCause::kNone: break;
+      case WaitCause::kMemory:
+        why->set_waiting_for(v1::WAIT_CAUSE_MEMORY);
+        break;
+      case WaitCause::kPrefetch:
+        why->set_waiting_for(v1::WAIT_CAUSE_PREFETCH);
+        break;
+      case WaitCause::kBarrier:
+        why->set_waiting_for(v1::WAIT_CAUSE_BARRIER);
+        break;
+      case WaitCause::kNone:
+        break;
     }
     why->set_bytes_needed(r.infeasibility.bytes_needed);
     why->set_bytes_resident(r.infeasibility.bytes_resident);
@@ -450,10 +516,18 @@ v1::Timeline TimelineToProto(const SimulationResult& r) {
   for (const TimelineEvent& e : r.timeline) {
     v1::TimelineEvent* out = timeline.add_events();
     switch (e.kind) {
-      case TimelineKind::kOp: out->set_kind(v1::TIMELINE_EVENT_KIND_OP); break;
-      case TimelineKind::kRebuild: out->set_kind(v1::TIMELINE_EVENT_KIND_REBUILD); break;
-      case TimelineKind::kOffload: out->set_kind(v1::TIMELINE_EVENT_KIND_OFFLOAD); break;
-      case TimelineKind::kPrefetch: out->set_kind(v1::TIMELINE_EVENT_KIND_PREFETCH); break;
+      case TimelineKind::kOp:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_OP);
+        break;
+      case TimelineKind::kRebuild:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_REBUILD);
+        break;
+      case TimelineKind::kOffload:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_OFFLOAD);
+        break;
+      case TimelineKind::kPrefetch:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_PREFETCH);
+        break;
     }
     out->set_index(e.index);
     out->set_start_ns(e.start_ns);

@@ -27,7 +27,8 @@ namespace slackswap {
 // 500 tensors; the limits leave room for traces thousands of times larger.
 inline constexpr int kMaxOperators = 1 << 22;
 inline constexpr int kMaxTensors = 1 << 22;
-inline constexpr int64_t kMaxRelations = int64_t{1} << 24;  // uses + recompute inputs
+inline constexpr int64_t kMaxRelations = int64_t{1}
+                                         << 24;  // uses + recompute inputs
 inline constexpr size_t kMaxNameBytes = 256;
 // Bound on any size, sum of sizes, duration or sum of durations, so that
 // every later sum stays far from int64 overflow.
@@ -44,7 +45,8 @@ v1::Hardware HardwareToProto(const Hardware& hardware);
 
 // The budget in bytes for `trace`: bytes as given, floor(fraction * peak of
 // the all-keep run), or kUnlimitedBytes. Field paths start with "budget".
-absl::StatusOr<int64_t> ResolveBudget(const Trace& trace, const v1::Budget& budget);
+absl::StatusOr<int64_t> ResolveBudget(const Trace& trace,
+                                      const v1::Budget& budget);
 
 // Reads decisions and issue points (the schedule fields are ignored: they are
 // derived). Checks the count and the enum values; ValidatePlan checks the

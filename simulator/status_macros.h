@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define SLACKSWAP_RETURN_IF_ERROR(expr)            \
-  do {                                             \
-    const ::absl::Status slackswap_status_ = (expr); \
+#define SLACKSWAP_RETURN_IF_ERROR(expr)                    \
+  do {                                                     \
+    const ::absl::Status slackswap_status_ = (expr);       \
     if (!slackswap_status_.ok()) return slackswap_status_; \
   } while (false)
 

@@ -10,26 +10,30 @@
 namespace slackswap {
 
 FileFormat FormatForPath(absl::string_view path) {
-  return absl::EndsWith(path, ".json") ? FileFormat::kJson : FileFormat::kBinary;
+  return absl::EndsWith(path, ".json") ? FileFormat::kJson
+                                       : FileFormat::kBinary;
 }
 
-absl::Status ReadMessageFile(const std::string& path, google::protobuf::Message* message) {
+absl::Status ReadMessageFile(const std::string& path,
+                             google::protobuf::Message* message) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   const std::string bytes = buffer.str();
   if (bytes.size() > (size_t{1} << 31)) {
-    return absl::ResourceExhaustedError(absl::StrCat(path, ": larger than 2 GiB"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": larger than 2 GiB"));
   }
   const size_t first = bytes.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && bytes[first] == '{') {
     google::protobuf::util::JsonParseOptions options;
-    const auto status = google::protobuf::util::JsonStringToMessage(bytes, message, options);
+    const auto status =
+        google::protobuf::util::JsonStringToMessage(bytes, message, options);
     if (!status.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": not a valid ", message->GetTypeName(), " in JSON: ",
-                       std::string(status.message()).substr(0, 200)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": not a valid ", message->GetTypeName(),
+          " in JSON: ", std::string(status.message()).substr(0, 200)));
     }
     return absl::OkStatus();
   }
@@ -49,7 +53,8 @@ std::string ToJson(const google::protobuf::Message& message) {
   return out;
 }
 
-absl::Status WriteMessageFile(const std::string& path, const google::protobuf::Message& message,
+absl::Status WriteMessageFile(const std::string& path,
+                              const google::protobuf::Message& message,
                               FileFormat format) {
   std::string bytes;
   if (format == FileFormat::kJson) {
@@ -58,7 +63,8 @@ absl::Status WriteMessageFile(const std::string& path, const google::protobuf::M
     return absl::InternalError("cannot serialize message");
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  if (!out)
+    return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
   out << bytes;
   out.close();
   if (!out) return absl::DataLossError(absl::StrCat("short write to ", path));

@@ -21,11 +21,13 @@ FileFormat FormatForPath(absl::string_view path);
 // Parses `path` into `message`: JSON if the first non-blank byte is '{',
 // binary otherwise. NOT_FOUND if the file cannot be opened; INVALID_ARGUMENT
 // naming the file if it does not parse; RESOURCE_EXHAUSTED above 2 GiB.
-absl::Status ReadMessageFile(const std::string& path, google::protobuf::Message* message);
+absl::Status ReadMessageFile(const std::string& path,
+                             google::protobuf::Message* message);
 
 // Writes `message` to `path` (replacing it) in `format`. JSON output uses the
 // proto field names and ends with a newline.
-absl::Status WriteMessageFile(const std::string& path, const google::protobuf::Message& message,
+absl::Status WriteMessageFile(const std::string& path,
+                              const google::protobuf::Message& message,
                               FileFormat format);
 
 // The message as protobuf JSON (proto field names, two-space indent).

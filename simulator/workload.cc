@@ -20,7 +20,8 @@ class TraceBuilder {
   explicit TraceBuilder(const Hardware& hardware) : hw_(hardware) {}
 
   // Adds a forward operator; returns its index.
-  int32_t Forward(std::string name, v1::OpKind kind, int32_t block, double flops, double bytes) {
+  int32_t Forward(std::string name, v1::OpKind kind, int32_t block,
+                  double flops, double bytes) {
     v1::Operator* op = trace_.add_operators();
     op->set_name(std::move(name));
     op->set_phase(v1::PHASE_FORWARD);
@@ -44,7 +45,8 @@ class TraceBuilder {
   // Its rebuild reruns `rebuild_ops` (forward operators) from
   // `recompute_inputs`.
   int32_t Saved(std::string name, double size_bytes, int32_t producer,
-                std::vector<int32_t> forward_reads, std::vector<int32_t> recompute_inputs,
+                std::vector<int32_t> forward_reads,
+                std::vector<int32_t> recompute_inputs,
                 std::vector<int32_t> rebuild_ops) {
     v1::Tensor* t = trace_.add_tensors();
     t->set_name(std::move(name));
@@ -53,16 +55,21 @@ class TraceBuilder {
     for (int32_t op : forward_reads) t->add_use_ops(op);
     for (int32_t r : recompute_inputs) t->add_recompute_inputs(r);
     int64_t rebuild_ns = 0;
-    for (int32_t op : rebuild_ops) rebuild_ns += trace_.operators(op).duration_ns();
+    for (int32_t op : rebuild_ops)
+      rebuild_ns += trace_.operators(op).duration_ns();
     t->set_recompute_duration_ns(rebuild_ns);
     t->set_recompute_forbidden(rebuild_ops.empty());
     return trace_.tensors_size() - 1;
   }
 
   // Adds a forward read of `tensor` by a later operator.
-  void Read(int32_t tensor, int32_t op) { trace_.mutable_tensors(tensor)->add_use_ops(op); }
+  void Read(int32_t tensor, int32_t op) {
+    trace_.mutable_tensors(tensor)->add_use_ops(op);
+  }
 
-  int64_t Duration(int32_t op) const { return trace_.operators(op).duration_ns(); }
+  int64_t Duration(int32_t op) const {
+    return trace_.operators(op).duration_ns();
+  }
 
   v1::Trace Finish(std::string name) {
     const int32_t num_forward = trace_.operators_size();
@@ -76,7 +83,8 @@ class TraceBuilder {
       op->set_kind(fwd.kind());
       op->set_block_index(fwd.block_index());
       const double flops = static_cast<double>(fwd.flops()) * p.factor;
-      const double bytes = static_cast<double>(fwd.memory_traffic_bytes()) * p.factor;
+      const double bytes =
+          static_cast<double>(fwd.memory_traffic_bytes()) * p.factor;
       op->set_flops(static_cast<int64_t>(flops));
       op->set_memory_traffic_bytes(static_cast<int64_t>(bytes));
       op->set_duration_ns(Roofline(flops, bytes));
@@ -108,13 +116,18 @@ class TraceBuilder {
   std::vector<Pending> pending_;
 };
 
-double BytesPerElement(Precision p) { return p == Precision::kFp32 ? 4.0 : 2.0; }
+double BytesPerElement(Precision p) {
+  return p == Precision::kFp32 ? 4.0 : 2.0;
+}
 
 const char* PrecisionName(Precision p) {
   switch (p) {
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
-    case Precision::kFp32: return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kFp32:
+      return "fp32";
   }
   return "";
 }
@@ -127,8 +140,9 @@ struct AttentionOut {
   std::vector<int32_t> rebuild_ops;  // ops that rebuild the output from qkv
 };
 
-AttentionOut AddAttention(TraceBuilder& b, const WorkloadSpec& spec, int32_t block,
-                          const std::string& prefix, int32_t qkv) {
+AttentionOut AddAttention(TraceBuilder& b, const WorkloadSpec& spec,
+                          int32_t block, const std::string& prefix,
+                          int32_t qkv) {
   const double e = BytesPerElement(spec.precision);
   const double T = static_cast<double>(spec.batch * spec.sequence_length);
   const double h = static_cast<double>(spec.hidden);
@@ -139,10 +153,11 @@ AttentionOut AddAttention(TraceBuilder& b, const WorkloadSpec& spec, int32_t blo
     // FlashAttention never materializes the s x s scores; causal masking
     // skips about half the blocks.
     const double flops = spec.causal ? dense_flops / 2 : dense_flops;
-    const int32_t op =
-        b.Forward(prefix + "attention", v1::OP_KIND_ATTENTION, block, flops, e * T * h * 4);
+    const int32_t op = b.Forward(prefix + "attention", v1::OP_KIND_ATTENTION,
+                                 block, flops, e * T * h * 4);
     b.Read(qkv, op);
-    const int32_t o = b.Saved(prefix + "attention_out", e * T * h, op, {}, {qkv}, {op});
+    const int32_t o =
+        b.Saved(prefix + "attention_out", e * T * h, op, {}, {qkv}, {op});
     b.Backward(op, {qkv, o}, e * T * h * 3, 2.5);
     return {op, o, {op}};
   }
@@ -150,25 +165,28 @@ AttentionOut AddAttention(TraceBuilder& b, const WorkloadSpec& spec, int32_t blo
   // the dropped probabilities (2as) per token: 5as bytes per token.
   const double scores = e * T * a * s;
   const double masks = T * a * s;
-  const int32_t qk = b.Forward(prefix + "attention_scores", v1::OP_KIND_MATMUL, block,
-                               dense_flops / 2, e * T * h * 2 + scores);
+  const int32_t qk = b.Forward(prefix + "attention_scores", v1::OP_KIND_MATMUL,
+                               block, dense_flops / 2, e * T * h * 2 + scores);
   b.Read(qkv, qk);
-  const int32_t softmax_op = b.Forward(prefix + "softmax", v1::OP_KIND_ELEMENTWISE, block,
-                                       5 * T * a * s, 2 * scores);
-  const int32_t probs = b.Saved(prefix + "softmax_out", scores, softmax_op, {}, {qkv},
-                                {qk, softmax_op});
-  const int32_t drop_op = b.Forward(prefix + "attention_dropout", v1::OP_KIND_DROPOUT, block,
-                                    T * a * s, 2 * scores + masks);
+  const int32_t softmax_op =
+      b.Forward(prefix + "softmax", v1::OP_KIND_ELEMENTWISE, block,
+                5 * T * a * s, 2 * scores);
+  const int32_t probs = b.Saved(prefix + "softmax_out", scores, softmax_op, {},
+                                {qkv}, {qk, softmax_op});
+  const int32_t drop_op =
+      b.Forward(prefix + "attention_dropout", v1::OP_KIND_DROPOUT, block,
+                T * a * s, 2 * scores + masks);
   b.Read(probs, drop_op);
-  const int32_t mask = b.Saved(prefix + "attention_dropout_mask", masks, drop_op, {}, {},
-                               {drop_op});
-  const int32_t dropped = b.Saved(prefix + "attention_probs", scores, drop_op, {},
-                                  {probs, mask}, {drop_op});
-  const int32_t av = b.Forward(prefix + "attention_values", v1::OP_KIND_MATMUL, block,
-                               dense_flops / 2, scores + e * T * h * 2);
+  const int32_t mask = b.Saved(prefix + "attention_dropout_mask", masks,
+                               drop_op, {}, {}, {drop_op});
+  const int32_t dropped = b.Saved(prefix + "attention_probs", scores, drop_op,
+                                  {}, {probs, mask}, {drop_op});
+  const int32_t av = b.Forward(prefix + "attention_values", v1::OP_KIND_MATMUL,
+                               block, dense_flops / 2, scores + e * T * h * 2);
   b.Read(dropped, av);
   b.Read(qkv, av);
-  const int32_t o = b.Saved(prefix + "attention_out", e * T * h, av, {}, {dropped, qkv}, {av});
+  const int32_t o = b.Saved(prefix + "attention_out", e * T * h, av, {},
+                            {dropped, qkv}, {av});
   b.Backward(qk, {qkv}, e * T * h * 2);
   b.Backward(softmax_op, {probs}, scores);
   b.Backward(drop_op, {mask}, scores);
@@ -178,8 +196,8 @@ AttentionOut AddAttention(TraceBuilder& b, const WorkloadSpec& spec, int32_t blo
 
 // Adds one GPT (pre-LN) or Llama layer reading the saved layer input `x`;
 // returns the saved layer output (the next layer's input).
-int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec, int32_t layer,
-                            int32_t x) {
+int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
+                            int32_t layer, int32_t x) {
   const double e = BytesPerElement(spec.precision);
   const double T = static_cast<double>(spec.batch * spec.sequence_length);
   const double h = static_cast<double>(spec.hidden);
@@ -190,89 +208,102 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec, int32_t l
   const v1::OpKind norm = v1::OP_KIND_NORMALIZATION;
 
   // Attention half.
-  const int32_t ln1 = b.Forward(p + (llama ? "rmsnorm1" : "layernorm1"), norm, block, 5 * T * h,
-                                2 * e * T * h);
+  const int32_t ln1 = b.Forward(p + (llama ? "rmsnorm1" : "layernorm1"), norm,
+                                block, 5 * T * h, 2 * e * T * h);
   b.Read(x, ln1);
   b.Backward(ln1, {x}, e * T * h);
   const int32_t y1 = b.Saved(p + "qkv_in", e * T * h, ln1, {}, {x}, {ln1});
-  const int32_t qkv_op = b.Forward(p + (llama ? "qkv_rope" : "qkv"), v1::OP_KIND_MATMUL, block,
-                                   6 * T * h * h, e * (T * h + 3 * h * h + 3 * T * h));
+  const int32_t qkv_op =
+      b.Forward(p + (llama ? "qkv_rope" : "qkv"), v1::OP_KIND_MATMUL, block,
+                6 * T * h * h, e * (T * h + 3 * h * h + 3 * T * h));
   b.Read(y1, qkv_op);
   b.Backward(qkv_op, {y1}, e * T * h);
-  const int32_t qkv = b.Saved(p + "qkv", 3 * e * T * h, qkv_op, {}, {y1}, {qkv_op});
+  const int32_t qkv =
+      b.Saved(p + "qkv", 3 * e * T * h, qkv_op, {}, {y1}, {qkv_op});
   const AttentionOut attn = AddAttention(b, spec, block, p, qkv);
-  const int32_t proj = b.Forward(p + "attention_proj", v1::OP_KIND_MATMUL, block, 2 * T * h * h,
-                                 e * (2 * T * h + h * h));
+  const int32_t proj = b.Forward(p + "attention_proj", v1::OP_KIND_MATMUL,
+                                 block, 2 * T * h * h, e * (2 * T * h + h * h));
   b.Read(attn.output, proj);
   b.Backward(proj, {attn.output}, e * T * h);
   int32_t x2;
   if (llama) {
-    const int32_t add = b.Forward(p + "residual1", v1::OP_KIND_ELEMENTWISE, block, T * h,
-                                  3 * e * T * h);
+    const int32_t add = b.Forward(p + "residual1", v1::OP_KIND_ELEMENTWISE,
+                                  block, T * h, 3 * e * T * h);
     b.Read(x, add);
     b.Backward(add, {}, e * T * h);
-    x2 = b.Saved(p + "residual1_out", e * T * h, add, {}, {attn.output, x}, {proj, add});
+    x2 = b.Saved(p + "residual1_out", e * T * h, add, {}, {attn.output, x},
+                 {proj, add});
   } else {
-    const int32_t drop = b.Forward(p + "dropout1_residual", v1::OP_KIND_DROPOUT, block, 2 * T * h,
-                                   (3 * e + 1) * T * h);
+    const int32_t drop = b.Forward(p + "dropout1_residual", v1::OP_KIND_DROPOUT,
+                                   block, 2 * T * h, (3 * e + 1) * T * h);
     b.Read(x, drop);
-    const int32_t mask = b.Saved(p + "dropout1_mask", T * h, drop, {}, {}, {drop});
+    const int32_t mask =
+        b.Saved(p + "dropout1_mask", T * h, drop, {}, {}, {drop});
     b.Backward(drop, {mask}, e * T * h);
-    x2 = b.Saved(p + "residual1_out", e * T * h, drop, {}, {attn.output, mask, x},
-                 {proj, drop});
+    x2 = b.Saved(p + "residual1_out", e * T * h, drop, {},
+                 {attn.output, mask, x}, {proj, drop});
   }
 
   // MLP half.
-  const int32_t ln2 = b.Forward(p + (llama ? "rmsnorm2" : "layernorm2"), norm, block, 5 * T * h,
-                                2 * e * T * h);
+  const int32_t ln2 = b.Forward(p + (llama ? "rmsnorm2" : "layernorm2"), norm,
+                                block, 5 * T * h, 2 * e * T * h);
   b.Read(x2, ln2);
   b.Backward(ln2, {x2}, e * T * h);
   const int32_t y2 = b.Saved(p + "mlp_in", e * T * h, ln2, {}, {x2}, {ln2});
   int32_t down_in_op, down_in;
   if (llama) {
-    const int32_t gate_op = b.Forward(p + "gate_proj", v1::OP_KIND_MATMUL, block, 2 * T * h * f,
-                                      e * (T * h + h * f + T * f));
-    const int32_t up_op = b.Forward(p + "up_proj", v1::OP_KIND_MATMUL, block, 2 * T * h * f,
-                                    e * (T * h + h * f + T * f));
+    const int32_t gate_op =
+        b.Forward(p + "gate_proj", v1::OP_KIND_MATMUL, block, 2 * T * h * f,
+                  e * (T * h + h * f + T * f));
+    const int32_t up_op = b.Forward(p + "up_proj", v1::OP_KIND_MATMUL, block,
+                                    2 * T * h * f, e * (T * h + h * f + T * f));
     b.Read(y2, gate_op);
     b.Read(y2, up_op);
     b.Backward(gate_op, {y2}, e * T * h);
     b.Backward(up_op, {y2}, e * T * h);
-    const int32_t gate = b.Saved(p + "gate", e * T * f, gate_op, {}, {y2}, {gate_op});
+    const int32_t gate =
+        b.Saved(p + "gate", e * T * f, gate_op, {}, {y2}, {gate_op});
     const int32_t up = b.Saved(p + "up", e * T * f, up_op, {}, {y2}, {up_op});
-    down_in_op = b.Forward(p + "swiglu", v1::OP_KIND_ELEMENTWISE, block, 6 * T * f, 3 * e * T * f);
+    down_in_op = b.Forward(p + "swiglu", v1::OP_KIND_ELEMENTWISE, block,
+                           6 * T * f, 3 * e * T * f);
     b.Read(gate, down_in_op);
     b.Read(up, down_in_op);
     b.Backward(down_in_op, {gate, up}, 2 * e * T * f);
-    down_in = b.Saved(p + "swiglu_out", e * T * f, down_in_op, {}, {gate, up}, {down_in_op});
+    down_in = b.Saved(p + "swiglu_out", e * T * f, down_in_op, {}, {gate, up},
+                      {down_in_op});
   } else {
-    const int32_t fc1 = b.Forward(p + "fc1", v1::OP_KIND_MATMUL, block, 2 * T * h * f,
-                                  e * (T * h + h * f + T * f));
+    const int32_t fc1 = b.Forward(p + "fc1", v1::OP_KIND_MATMUL, block,
+                                  2 * T * h * f, e * (T * h + h * f + T * f));
     b.Read(y2, fc1);
     b.Backward(fc1, {y2}, e * T * h);
     const int32_t u = b.Saved(p + "gelu_in", e * T * f, fc1, {}, {y2}, {fc1});
-    down_in_op = b.Forward(p + "gelu", v1::OP_KIND_ELEMENTWISE, block, 10 * T * f, 2 * e * T * f);
+    down_in_op = b.Forward(p + "gelu", v1::OP_KIND_ELEMENTWISE, block,
+                           10 * T * f, 2 * e * T * f);
     b.Read(u, down_in_op);
     b.Backward(down_in_op, {u}, e * T * f);
-    down_in = b.Saved(p + "fc2_in", e * T * f, down_in_op, {}, {u}, {down_in_op});
+    down_in =
+        b.Saved(p + "fc2_in", e * T * f, down_in_op, {}, {u}, {down_in_op});
   }
-  const int32_t fc2 = b.Forward(p + (llama ? "down_proj" : "fc2"), v1::OP_KIND_MATMUL, block,
-                                2 * T * f * h, e * (T * f + f * h + T * h));
+  const int32_t fc2 =
+      b.Forward(p + (llama ? "down_proj" : "fc2"), v1::OP_KIND_MATMUL, block,
+                2 * T * f * h, e * (T * f + f * h + T * h));
   b.Read(down_in, fc2);
   b.Backward(fc2, {down_in}, e * T * f);
   if (llama) {
-    const int32_t add = b.Forward(p + "residual2", v1::OP_KIND_ELEMENTWISE, block, T * h,
-                                  3 * e * T * h);
+    const int32_t add = b.Forward(p + "residual2", v1::OP_KIND_ELEMENTWISE,
+                                  block, T * h, 3 * e * T * h);
     b.Read(x2, add);
     b.Backward(add, {}, e * T * h);
     return b.Saved(p + "out", e * T * h, add, {}, {down_in, x2}, {fc2, add});
   }
-  const int32_t drop = b.Forward(p + "dropout2_residual", v1::OP_KIND_DROPOUT, block, 2 * T * h,
-                                 (3 * e + 1) * T * h);
+  const int32_t drop = b.Forward(p + "dropout2_residual", v1::OP_KIND_DROPOUT,
+                                 block, 2 * T * h, (3 * e + 1) * T * h);
   b.Read(x2, drop);
-  const int32_t mask = b.Saved(p + "dropout2_mask", T * h, drop, {}, {}, {drop});
+  const int32_t mask =
+      b.Saved(p + "dropout2_mask", T * h, drop, {}, {}, {drop});
   b.Backward(drop, {mask}, e * T * h);
-  return b.Saved(p + "out", e * T * h, drop, {}, {down_in, mask, x2}, {fc2, drop});
+  return b.Saved(p + "out", e * T * h, drop, {}, {down_in, mask, x2},
+                 {fc2, drop});
 }
 
 v1::Trace BuildTransformer(const WorkloadSpec& spec, const Hardware& hw) {
@@ -281,25 +312,28 @@ v1::Trace BuildTransformer(const WorkloadSpec& spec, const Hardware& hw) {
   const double T = static_cast<double>(spec.batch * spec.sequence_length);
   const double h = static_cast<double>(spec.hidden);
   const double V = static_cast<double>(spec.vocabulary);
-  const int32_t embed = b.Forward("embedding", v1::OP_KIND_EMBEDDING, 0, T * h, 3 * e * T * h);
+  const int32_t embed =
+      b.Forward("embedding", v1::OP_KIND_EMBEDDING, 0, T * h, 3 * e * T * h);
   b.Backward(embed, {}, 0);
   int32_t x = b.Saved("embedding_out", e * T * h, embed, {}, {}, {embed});
   for (int32_t layer = 0; layer < spec.layers; ++layer) {
     x = AddTransformerLayer(b, spec, layer, x);
   }
   const int32_t head_block = spec.layers + 1;
-  const int32_t norm = b.Forward("final_norm", v1::OP_KIND_NORMALIZATION, head_block, 5 * T * h,
-                                 2 * e * T * h);
+  const int32_t norm = b.Forward("final_norm", v1::OP_KIND_NORMALIZATION,
+                                 head_block, 5 * T * h, 2 * e * T * h);
   b.Read(x, norm);
   b.Backward(norm, {x}, e * T * h);
-  const int32_t normed = b.Saved("lm_head_in", e * T * h, norm, {}, {x}, {norm});
-  const int32_t head = b.Forward("lm_head", v1::OP_KIND_MATMUL, head_block, 2 * T * h * V,
-                                 e * (T * h + h * V + T * V));
+  const int32_t normed =
+      b.Saved("lm_head_in", e * T * h, norm, {}, {x}, {norm});
+  const int32_t head = b.Forward("lm_head", v1::OP_KIND_MATMUL, head_block,
+                                 2 * T * h * V, e * (T * h + h * V + T * V));
   b.Read(normed, head);
   b.Backward(head, {normed}, e * T * h);
-  const int32_t logits = b.Saved("logits", e * T * V, head, {}, {normed}, {head});
-  const int32_t loss = b.Forward("cross_entropy", v1::OP_KIND_LOSS, head_block, 5 * T * V,
-                                 e * T * V);
+  const int32_t logits =
+      b.Saved("logits", e * T * V, head, {}, {normed}, {head});
+  const int32_t loss = b.Forward("cross_entropy", v1::OP_KIND_LOSS, head_block,
+                                 5 * T * V, e * T * V);
   b.Read(logits, loss);
   b.Backward(loss, {logits}, e * T * V, 1.0);
   return b.Finish("");
@@ -311,11 +345,12 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw) {
   const double B = static_cast<double>(spec.batch);
   double side = static_cast<double>(spec.image_size);
   double channels = 3;
-  const int32_t load = b.Forward("input", v1::OP_KIND_OTHER, 0, 0, 2 * e * B * side * side * 3);
+  const int32_t load =
+      b.Forward("input", v1::OP_KIND_OTHER, 0, 0, 2 * e * B * side * side * 3);
   int32_t x = b.Saved("image", e * B * side * side * 3, load, {}, {}, {});
   // Each entry: output channels of a 3x3 conv, or 0 for a 2x2 max pool.
-  const int kLayers[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0,
-                         512, 512, 512, 0, 512, 512, 512, 0};
+  const int kLayers[] = {64, 64,  0,   128, 128, 0,   256, 256, 256,
+                         0,  512, 512, 512, 0,   512, 512, 512, 0};
   int32_t block = 0;
   int conv_index = 0;
   for (int c : kLayers) {
@@ -327,8 +362,8 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw) {
                                      v1::OP_KIND_POOLING, block, in_elems,
                                      e * (in_elems + out_elems));
       b.Read(x, pool);
-      const int32_t y = b.Saved(absl::StrCat("conv", conv_index, ".pool_out"), e * out_elems,
-                                pool, {}, {x}, {pool});
+      const int32_t y = b.Saved(absl::StrCat("conv", conv_index, ".pool_out"),
+                                e * out_elems, pool, {}, {x}, {pool});
       b.Backward(pool, {x, y}, e * in_elems);
       x = y;
       continue;
@@ -337,13 +372,13 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw) {
     ++conv_index;
     const double out_elems = B * side * side * c;
     const double flops = 2 * out_elems * channels * 9;
-    const int32_t conv = b.Forward(absl::StrCat("conv", conv_index), v1::OP_KIND_CONV, block,
-                                   flops, e * (in_elems + out_elems + 9 * channels * c));
+    const int32_t conv =
+        b.Forward(absl::StrCat("conv", conv_index), v1::OP_KIND_CONV, block,
+                  flops, e * (in_elems + out_elems + 9 * channels * c));
     b.Read(x, conv);
     // ReLU is fused and in place: the saved output doubles as its mask.
-    const int32_t y =
-        b.Saved(absl::StrCat("conv", conv_index, ".relu_out"), e * out_elems, conv, {}, {x},
-                {conv});
+    const int32_t y = b.Saved(absl::StrCat("conv", conv_index, ".relu_out"),
+                              e * out_elems, conv, {}, {x}, {conv});
     b.Backward(conv, {x, y}, e * in_elems);
     x = y;
     channels = c;
@@ -351,17 +386,18 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw) {
   double features = side * side * channels;
   for (double out : {4096.0, 4096.0, 1000.0}) {
     ++block;
-    const int32_t fc = b.Forward(absl::StrCat("fc", block - 13 + 5), v1::OP_KIND_MATMUL, block,
-                                 2 * B * features * out, e * (B * features + features * out + B * out));
+    const int32_t fc = b.Forward(
+        absl::StrCat("fc", block - 13 + 5), v1::OP_KIND_MATMUL, block,
+        2 * B * features * out, e * (B * features + features * out + B * out));
     b.Read(x, fc);
-    const int32_t y = b.Saved(absl::StrCat("fc", block - 13 + 5, ".out"), e * B * out, fc, {},
-                              {x}, {fc});
+    const int32_t y = b.Saved(absl::StrCat("fc", block - 13 + 5, ".out"),
+                              e * B * out, fc, {}, {x}, {fc});
     b.Backward(fc, {x, y}, e * B * features);
     x = y;
     features = out;
   }
-  const int32_t loss = b.Forward("cross_entropy", v1::OP_KIND_LOSS, block, 5 * B * features,
-                                 e * B * features);
+  const int32_t loss = b.Forward("cross_entropy", v1::OP_KIND_LOSS, block,
+                                 5 * B * features, e * B * features);
   b.Read(x, loss);
   b.Backward(loss, {x}, e * B * features, 1.0);
   return b.Finish("");
@@ -370,8 +406,8 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw) {
 }  // namespace
 
 const std::vector<std::string>& WorkloadPresetNames() {
-  static const std::vector<std::string>* names =
-      new std::vector<std::string>{"bert-large", "gpt2-xl", "llama-7b", "vgg16"};
+  static const std::vector<std::string>* names = new std::vector<std::string>{
+      "bert-large", "gpt2-xl", "llama-7b", "vgg16"};
   return *names;
 }
 
@@ -380,44 +416,55 @@ absl::StatusOr<WorkloadSpec> WorkloadPreset(absl::string_view name) {
   s.preset = std::string(name);
   if (name == "bert-large") {
     s.family = ModelFamily::kGpt;
-    s.layers = 24, s.hidden = 1024, s.heads = 16, s.ffn_hidden = 4096, s.vocabulary = 30522;
+    s.layers = 24, s.hidden = 1024, s.heads = 16, s.ffn_hidden = 4096,
+    s.vocabulary = 30522;
     s.causal = false, s.batch = 32, s.sequence_length = 512;
   } else if (name == "gpt2-xl") {
     s.family = ModelFamily::kGpt;
-    s.layers = 48, s.hidden = 1600, s.heads = 25, s.ffn_hidden = 6400, s.vocabulary = 50257;
+    s.layers = 48, s.hidden = 1600, s.heads = 25, s.ffn_hidden = 6400,
+    s.vocabulary = 50257;
     s.causal = true, s.batch = 8, s.sequence_length = 1024;
   } else if (name == "llama-7b") {
     s.family = ModelFamily::kLlama;
-    s.layers = 32, s.hidden = 4096, s.heads = 32, s.ffn_hidden = 11008, s.vocabulary = 32000;
+    s.layers = 32, s.hidden = 4096, s.heads = 32, s.ffn_hidden = 11008,
+    s.vocabulary = 32000;
     s.causal = true, s.batch = 1, s.sequence_length = 2048;
   } else if (name == "vgg16") {
     s.family = ModelFamily::kVgg16;
     s.batch = 64, s.image_size = 224, s.precision = Precision::kFp32;
     s.flash_attention = false;
   } else {
-    return absl::NotFoundError(absl::StrCat("unknown workload preset; valid: ",
-                                            absl::StrJoin(WorkloadPresetNames(), ", ")));
+    return absl::NotFoundError(
+        absl::StrCat("unknown workload preset; valid: ",
+                     absl::StrJoin(WorkloadPresetNames(), ", ")));
   }
   return s;
 }
 
-absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec, const Hardware& hardware) {
+absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
+                                        const Hardware& hardware) {
   FieldViolations v;
   if (hardware.matmul_flops_per_second <= 0) {
-    v.Add("hardware.matmul_flops_per_second", "must be > 0 to generate a trace");
+    v.Add("hardware.matmul_flops_per_second",
+          "must be > 0 to generate a trace");
   }
   if (hardware.hbm_bytes_per_second <= 0) {
     v.Add("hardware.hbm_bytes_per_second", "must be > 0 to generate a trace");
   }
-  if (spec.batch < 1 || spec.batch > 65536) v.Add("workload.batch", "must be in [1, 65536]");
+  if (spec.batch < 1 || spec.batch > 65536)
+    v.Add("workload.batch", "must be in [1, 65536]");
   if (spec.family == ModelFamily::kVgg16) {
-    if (spec.image_size < 32 || spec.image_size > 4096 || spec.image_size % 32 != 0) {
+    if (spec.image_size < 32 || spec.image_size > 4096 ||
+        spec.image_size % 32 != 0) {
       v.Add("workload.image_size", "must be a multiple of 32 in [32, 4096]");
     }
   } else {
-    if (spec.layers < 1 || spec.layers > 100000) v.Add("workload.layers", "must be in [1, 100000]");
-    if (spec.hidden < 1 || spec.hidden > 1 << 20) v.Add("workload.hidden", "must be in [1, 2^20]");
-    if (spec.heads < 1 || spec.heads > spec.hidden) v.Add("workload.heads", "must be in [1, hidden]");
+    if (spec.layers < 1 || spec.layers > 100000)
+      v.Add("workload.layers", "must be in [1, 100000]");
+    if (spec.hidden < 1 || spec.hidden > 1 << 20)
+      v.Add("workload.hidden", "must be in [1, 2^20]");
+    if (spec.heads < 1 || spec.heads > spec.hidden)
+      v.Add("workload.heads", "must be in [1, hidden]");
     if (spec.ffn_hidden < 1 || spec.ffn_hidden > 1 << 22) {
       v.Add("workload.ffn_hidden", "must be in [1, 2^22]");
     }
@@ -429,17 +476,20 @@ absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec, const Hardware
     }
   }
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
-  v1::Trace trace = spec.family == ModelFamily::kVgg16 ? BuildVgg16(spec, hardware)
-                                                       : BuildTransformer(spec, hardware);
-  std::string name = absl::StrCat(spec.preset.empty() ? "custom" : spec.preset, " batch ",
-                                   spec.batch);
+  v1::Trace trace = spec.family == ModelFamily::kVgg16
+                        ? BuildVgg16(spec, hardware)
+                        : BuildTransformer(spec, hardware);
+  std::string name = absl::StrCat(spec.preset.empty() ? "custom" : spec.preset,
+                                  " batch ", spec.batch);
   if (spec.family != ModelFamily::kVgg16) {
-    absl::StrAppend(&name, " seq ", spec.sequence_length, " layers ", spec.layers);
+    absl::StrAppend(&name, " seq ", spec.sequence_length, " layers ",
+                    spec.layers);
   }
   absl::StrAppend(&name, " ", PrecisionName(spec.precision),
                   spec.flash_attention ? " flash" : "", " on ", hardware.name);
   trace.set_name(name.substr(0, kMaxNameBytes));
-  // The generated trace obeys every trace rule; sizes can still pass the limits.
+  // The generated trace obeys every trace rule; sizes can still pass the
+  // limits.
   SLACKSWAP_RETURN_IF_ERROR(TraceFromProto(trace).status());
   return trace;
 }
@@ -455,9 +505,11 @@ TraceSummary Summarize(const v1::Trace& trace, const Hardware& hardware) {
     }
   }
   if (s.saved_bytes > 0) {
-    s.flops_per_saved_byte = static_cast<double>(s.forward_flops) / s.saved_bytes;
-    s.hideable_fraction = static_cast<double>(hardware.d2h_bytes_per_second) * 1e-9 *
-                          static_cast<double>(s.forward_ns) / static_cast<double>(s.saved_bytes);
+    s.flops_per_saved_byte =
+        static_cast<double>(s.forward_flops) / s.saved_bytes;
+    s.hideable_fraction = static_cast<double>(hardware.d2h_bytes_per_second) *
+                          1e-9 * static_cast<double>(s.forward_ns) /
+                          static_cast<double>(s.saved_bytes);
   }
   return s;
 }

@@ -16,7 +16,8 @@
 // Example:
 //   WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
 //   spec.batch = 4;
-//   absl::StatusOr<v1::Trace> trace = GenerateTrace(spec, *HardwarePreset("a100"));
+//   absl::StatusOr<v1::Trace> trace = GenerateTrace(spec,
+//   *HardwarePreset("a100"));
 #ifndef SLACKSWAP_SIMULATOR_WORKLOAD_H_
 #define SLACKSWAP_SIMULATOR_WORKLOAD_H_
 
@@ -42,9 +43,9 @@ enum class Precision { kBf16, kFp16, kFp32 };
 struct WorkloadSpec {
   std::string preset;  // the preset this spec started from
   ModelFamily family = ModelFamily::kGpt;
-  int32_t layers = 0;   // transformer layers (ignored for VGG-16)
-  int64_t hidden = 0;   // h
-  int32_t heads = 0;    // a
+  int32_t layers = 0;  // transformer layers (ignored for VGG-16)
+  int64_t hidden = 0;  // h
+  int32_t heads = 0;   // a
   int64_t ffn_hidden = 0;
   int64_t vocabulary = 0;
   bool causal = false;  // causal attention: FlashAttention skips masked blocks
@@ -66,7 +67,8 @@ absl::StatusOr<WorkloadSpec> WorkloadPreset(absl::string_view name);
 // parameters out of range; RESOURCE_EXHAUSTED when the trace would exceed the
 // trace limits. The hardware must have positive matmul and HBM rates
 // ("hardware.matmul_flops_per_second", "hardware.hbm_bytes_per_second").
-absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec, const Hardware& hardware);
+absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
+                                        const Hardware& hardware);
 
 // Figures the generator is calibrated against (docs/workloads.md).
 struct TraceSummary {

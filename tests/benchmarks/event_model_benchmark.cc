@@ -34,8 +34,10 @@ const Fixture& Gpt2Xl() {
       if (absl::EndsWith(name, ".out")) {
         f->plan.decisions[t] = Decision::kSwap;
         f->plan.prefetch_issue_op[t] = f->trace.first_backward_op();
-      } else if (absl::EndsWith(name, "qkv_in") || absl::EndsWith(name, "mlp_in") ||
-                 absl::EndsWith(name, "fc2_in") || absl::EndsWith(name, "gelu_in")) {
+      } else if (absl::EndsWith(name, "qkv_in") ||
+                 absl::EndsWith(name, "mlp_in") ||
+                 absl::EndsWith(name, "fc2_in") ||
+                 absl::EndsWith(name, "gelu_in")) {
         f->plan.decisions[t] = Decision::kRecompute;
       }
     }
@@ -50,7 +52,8 @@ void BM_ReplayGpt2XlMixedPlan(benchmark::State& state) {
   const Fixture& f = Gpt2Xl();
   const Schedule schedule = DeriveSchedule(f.trace, f.plan);
   for (auto _ : state) {
-    SimulationResult r = SimulateSchedule(f.trace, f.hardware, f.plan, schedule, f.options);
+    SimulationResult r =
+        SimulateSchedule(f.trace, f.hardware, f.plan, schedule, f.options);
     if (!r.feasible) state.SkipWithError("plan is infeasible");
     benchmark::DoNotOptimize(r);
   }
@@ -61,7 +64,8 @@ BENCHMARK(BM_ReplayGpt2XlMixedPlan)->Unit(benchmark::kMicrosecond);
 void BM_SimulateGpt2XlMixedPlan(benchmark::State& state) {
   const Fixture& f = Gpt2Xl();
   for (auto _ : state) {
-    absl::StatusOr<SimulationResult> r = Simulate(f.trace, f.hardware, f.plan, f.options);
+    absl::StatusOr<SimulationResult> r =
+        Simulate(f.trace, f.hardware, f.plan, f.options);
     benchmark::DoNotOptimize(r);
   }
 }
@@ -73,7 +77,8 @@ void BM_SimulateGpt2XlWithTimeline(benchmark::State& state) {
   SimulationOptions options = f.options;
   options.record_timeline = true;
   for (auto _ : state) {
-    absl::StatusOr<SimulationResult> r = Simulate(f.trace, f.hardware, f.plan, options);
+    absl::StatusOr<SimulationResult> r =
+        Simulate(f.trace, f.hardware, f.plan, options);
     benchmark::DoNotOptimize(r);
   }
 }

@@ -16,8 +16,9 @@ using ::slackswap::testing::ByteNanosecondLink;
 using ::slackswap::testing::PlanOf;
 using ::slackswap::testing::TinyTrace;
 
-SimulationResult Replay(const Trace& trace, const Plan& plan, int64_t budget = kUnlimitedBytes,
-                     bool barriers = false, const Hardware& hw = ByteNanosecondLink()) {
+SimulationResult Replay(const Trace& trace, const Plan& plan,
+                        int64_t budget = kUnlimitedBytes, bool barriers = false,
+                        const Hardware& hw = ByteNanosecondLink()) {
   SimulationOptions options;
   options.budget_bytes = budget;
   options.per_layer_barriers = barriers;
@@ -28,7 +29,8 @@ SimulationResult Replay(const Trace& trace, const Plan& plan, int64_t budget = k
 }
 
 // The timeline events of one kind, in order.
-std::vector<TimelineEvent> Events(const SimulationResult& r, TimelineKind kind) {
+std::vector<TimelineEvent> Events(const SimulationResult& r,
+                                  TimelineKind kind) {
   std::vector<TimelineEvent> out;
   for (const TimelineEvent& e : r.timeline) {
     if (e.kind == kind) out.push_back(e);
@@ -62,7 +64,8 @@ TEST(EventModelTest, SwapHiddenBehindComputeDoesNotStall) {
   TinyTrace t;
   t.Fwd(10), t.Fwd(100), t.Bwd(100), t.Bwd(10);
   t.Tensor(50, 0, {3});
-  // Offload 10..60. Issue at op 2: prefetch 110..160, before op 3 starts at 210.
+  // Offload 10..60. Issue at op 2: prefetch 110..160, before op 3 starts at
+  // 210.
   const SimulationResult r = Replay(t.Build(), PlanOf("s", 2));
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(r.iteration_ns, 220);
@@ -72,7 +75,8 @@ TEST(EventModelTest, SwapHiddenBehindComputeDoesNotStall) {
   EXPECT_EQ(r.h2d_busy_ns, 50);
   EXPECT_EQ(r.forward_end_ns, 110);
   EXPECT_EQ(r.last_offload_lag_ns, 60 - 110);
-  const std::vector<TimelineEvent> prefetches = Events(r, TimelineKind::kPrefetch);
+  const std::vector<TimelineEvent> prefetches =
+      Events(r, TimelineKind::kPrefetch);
   ASSERT_EQ(prefetches.size(), 1u);
   EXPECT_EQ(prefetches[0].start_ns, 110);
   EXPECT_EQ(prefetches[0].end_ns, 160);
@@ -93,9 +97,10 @@ TEST(EventModelTest, TransferLatencyIsAddedToEveryCopy) {
   TinyTrace t;
   t.Fwd(10), t.Fwd(100), t.Bwd(20), t.Bwd(10);
   t.Tensor(50, 0, {3});
-  // Each copy takes 5 + 50 ns: offload 10..65, prefetch 110..165, op 3 waits 35.
-  const SimulationResult r = Replay(t.Build(), PlanOf("s", 2), kUnlimitedBytes, false,
-                                 ByteNanosecondLink(5));
+  // Each copy takes 5 + 50 ns: offload 10..65, prefetch 110..165, op 3
+  // waits 35.
+  const SimulationResult r = Replay(t.Build(), PlanOf("s", 2), kUnlimitedBytes,
+                                    false, ByteNanosecondLink(5));
   EXPECT_EQ(r.d2h_busy_ns, 55);
   EXPECT_EQ(r.prefetch_wait_ns, 35);
 }
@@ -116,7 +121,8 @@ TEST(EventModelTest, OffloadsRunFifoAndPrefetchesEarliestDeadlineFirst) {
   EXPECT_EQ(offloads[1].start_ns, 40);
   EXPECT_EQ(offloads[1].end_ns, 60);
   // H2D by deadline: B (need op 3) 120..140, then A (need op 4) 140..170.
-  const std::vector<TimelineEvent> prefetches = Events(r, TimelineKind::kPrefetch);
+  const std::vector<TimelineEvent> prefetches =
+      Events(r, TimelineKind::kPrefetch);
   ASSERT_EQ(prefetches.size(), 2u);
   EXPECT_EQ(prefetches[0].index, b);
   EXPECT_EQ(prefetches[0].start_ns, 120);
@@ -148,11 +154,12 @@ TEST(EventModelTest, IssuePointOutsideItsWindowIsInvalid) {
   t.Tensor(50, 0, {3});
   const Trace trace = t.Build();
   for (int32_t issue : {0, 4, -1}) {
-    absl::StatusOr<SimulationResult> r =
-        Simulate(trace, ByteNanosecondLink(), PlanOf("s", issue), SimulationOptions());
+    absl::StatusOr<SimulationResult> r = Simulate(
+        trace, ByteNanosecondLink(), PlanOf("s", issue), SimulationOptions());
     ASSERT_FALSE(r.ok()) << "issue " << issue;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_TRUE(absl::StartsWith(r.status().message(), "plan.tensors[0].prefetch_issue_op"))
+    EXPECT_TRUE(absl::StartsWith(r.status().message(),
+                                 "plan.tensors[0].prefetch_issue_op"))
         << r.status();
   }
 }
@@ -185,7 +192,8 @@ TEST(EventModelTest, ComputeAllocationsAreServedBeforePrefetches) {
   const SimulationResult r = Replay(t.Build(), PlanOf("ss", 2), 95);
   ASSERT_TRUE(r.feasible) << r.infeasibility.reason;
   EXPECT_EQ(r.memory_wait_ns, 90 - 21);
-  const std::vector<TimelineEvent> prefetches = Events(r, TimelineKind::kPrefetch);
+  const std::vector<TimelineEvent> prefetches =
+      Events(r, TimelineKind::kPrefetch);
   ASSERT_EQ(prefetches.size(), 2u);
   EXPECT_EQ(prefetches[0].index, x);
   EXPECT_EQ(prefetches[0].start_ns, 100);
@@ -221,15 +229,16 @@ TEST(EventModelTest, RecomputeChainRebuildsInputsFirstBeforeTheNeed) {
   EXPECT_EQ(rebuilds[1].start_ns, 35);
   EXPECT_EQ(rebuilds[1].resident_bytes, 60);
   const Schedule s = DeriveSchedule(trace, PlanOf("krr"));
-  EXPECT_EQ(s.need_op[b], 3);  // needed by C's rebuild, before its own use at op 4
+  EXPECT_EQ(s.need_op[b],
+            3);  // needed by C's rebuild, before its own use at op 4
   EXPECT_EQ(s.need_op[c], 3);
 }
 
 TEST(EventModelTest, RebuildWaitsForASwappedInput) {
   TinyTrace t;
   t.Fwd(10), t.Fwd(10), t.Fwd(100), t.Bwd(10), t.Bwd(10);
-  const int a = t.Tensor(40, 0, {1, 4});         // swapped
-  const int b = t.Tensor(10, 1, {3}, 5, {a});    // recomputed from A
+  const int a = t.Tensor(40, 0, {1, 4});       // swapped
+  const int b = t.Tensor(10, 1, {3}, 5, {a});  // recomputed from A
   // A is needed by B's rebuild before op 3, not by op 4. Offload 10..50;
   // issue at op 3 means after op 2 ends at 120: prefetch 120..160. The rebuild
   // waits 120..160 (a prefetch wait), runs 160..165, op 3 165..175.
@@ -266,7 +275,8 @@ TEST(EventModelTest, PerLayerBarriersWaitForOffloadsAndPrefetches) {
   // Barriers: op 1 waits for the offload (10..110): 100. Prefetch issued at
   // op 2 runs 120..220; the barrier before block 0's backward run (op 3) holds
   // it from 130 to 220: 90.
-  const SimulationResult with = Replay(trace, PlanOf("s", 2), kUnlimitedBytes, true);
+  const SimulationResult with =
+      Replay(trace, PlanOf("s", 2), kUnlimitedBytes, true);
   ASSERT_TRUE(with.feasible);
   EXPECT_EQ(with.barrier_wait_ns, 190);
   EXPECT_EQ(with.prefetch_wait_ns, 0);
@@ -288,7 +298,8 @@ TEST(EventModelTest, BarrierPlanMustIssueBeforeTheBlockStarts) {
   absl::StatusOr<SimulationResult> r =
       Simulate(t.Build(), ByteNanosecondLink(), PlanOf("s", 3), options);
   ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(absl::StartsWith(r.status().message(), "plan.tensors[0].prefetch_issue_op"));
+  EXPECT_TRUE(absl::StartsWith(r.status().message(),
+                               "plan.tensors[0].prefetch_issue_op"));
 }
 
 TEST(EventModelTest, PrefetchThatCanNeverFitIsInfeasibleWithItsReason) {
@@ -322,9 +333,11 @@ TEST(EventModelTest, TimeRangeGuardRejectsAHopelesslySlowLink) {
   t.Tensor(int64_t{1} << 59, 0, {1});
   Hardware slow = ByteNanosecondLink();
   slow.d2h_bytes_per_second = 1;
-  absl::StatusOr<SimulationResult> r = Simulate(t.Build(), slow, PlanOf("k"), SimulationOptions());
+  absl::StatusOr<SimulationResult> r =
+      Simulate(t.Build(), slow, PlanOf("k"), SimulationOptions());
   ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(absl::StartsWith(r.status().message(), "hardware.d2h_bytes_per_second"));
+  EXPECT_TRUE(
+      absl::StartsWith(r.status().message(), "hardware.d2h_bytes_per_second"));
 }
 
 }  // namespace

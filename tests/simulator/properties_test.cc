@@ -24,7 +24,8 @@ std::vector<Workload> Workloads() {
     for (const std::string& gpu : {"titan-x", "a100", "h100", "gh200"}) {
       WorkloadSpec spec = *WorkloadPreset(preset);
       spec.layers = std::min(spec.layers, 3);
-      if (preset == "bert-large") spec.flash_attention = false;  // cover unfused attention too
+      if (preset == "bert-large")
+        spec.flash_attention = false;  // cover unfused attention too
       const Hardware hw = *HardwarePreset(gpu);
       absl::StatusOr<v1::Trace> proto = GenerateTrace(spec, hw);
       EXPECT_TRUE(proto.ok()) << proto.status();
@@ -41,7 +42,8 @@ Plan RandomPlan(const Trace& trace, bool barriers, std::mt19937_64& rng) {
   std::uniform_int_distribution<int> pick(0, 2);
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
     const int choice = pick(rng);
-    if (choice == 1 && !trace.tensors[t].swap_forbidden) plan.decisions[t] = Decision::kSwap;
+    if (choice == 1 && !trace.tensors[t].swap_forbidden)
+      plan.decisions[t] = Decision::kSwap;
     if (choice == 2 && !trace.tensors[t].recompute_forbidden) {
       plan.decisions[t] = Decision::kRecompute;
     }
@@ -52,18 +54,21 @@ Plan RandomPlan(const Trace& trace, bool barriers, std::mt19937_64& rng) {
     if (plan.decisions[t] != Decision::kSwap) continue;
     const int32_t earliest = trace.tensors[t].last_forward_use + 1;
     const int32_t latest = barriers ? run_start[need[t]] : need[t];
-    plan.prefetch_issue_op[t] = std::uniform_int_distribution<int32_t>(earliest, latest)(rng);
+    plan.prefetch_issue_op[t] =
+        std::uniform_int_distribution<int32_t>(earliest, latest)(rng);
   }
   return plan;
 }
 
 // Checks every invariant that ties the timeline to the metrics.
-void CheckConsistency(const Trace& trace, const Plan& plan, const SimulationResult& r) {
+void CheckConsistency(const Trace& trace, const Plan& plan,
+                      const SimulationResult& r) {
   const Schedule s = DeriveSchedule(trace, plan);
   int64_t op_ns = 0, rebuild_ns = 0, d2h_ns = 0, h2d_ns = 0, compute_end = 0;
   int64_t d2h_end = 0, h2d_end = 0;
   std::vector<int32_t> offloads, prefetches;
-  std::vector<int64_t> op_start(trace.ops.size(), -1), op_end(trace.ops.size(), -1);
+  std::vector<int64_t> op_start(trace.ops.size(), -1),
+      op_end(trace.ops.size(), -1);
   std::vector<int64_t> prefetch_end(trace.tensors.size(), -1);
   std::vector<int64_t> offload_end(trace.tensors.size(), -1);
   for (const TimelineEvent& e : r.timeline) {
@@ -80,7 +85,8 @@ void CheckConsistency(const Trace& trace, const Plan& plan, const SimulationResu
           op_end[e.index] = e.end_ns;
           // A backward op reading a swapped tensor starts after its prefetch.
           for (int32_t t : trace.reads.Row(e.index)) {
-            if (plan.decisions[t] == Decision::kSwap && e.index >= trace.num_forward_ops) {
+            if (plan.decisions[t] == Decision::kSwap &&
+                e.index >= trace.num_forward_ops) {
               ASSERT_GE(prefetch_end[t], 0);
               ASSERT_LE(prefetch_end[t], e.start_ns);
             }
@@ -101,7 +107,8 @@ void CheckConsistency(const Trace& trace, const Plan& plan, const SimulationResu
         ASSERT_GE(e.start_ns, h2d_end) << "prefetches overlap";
         ASSERT_GE(e.start_ns, offload_end[e.index]);
         const int32_t issue = plan.prefetch_issue_op[e.index];
-        ASSERT_GE(e.start_ns, op_end[issue - 1]) << "prefetch before its issue point";
+        ASSERT_GE(e.start_ns, op_end[issue - 1])
+            << "prefetch before its issue point";
         h2d_end = e.end_ns;
         prefetch_end[e.index] = e.end_ns;
         h2d_ns += e.end_ns - e.start_ns;
@@ -117,7 +124,8 @@ void CheckConsistency(const Trace& trace, const Plan& plan, const SimulationResu
   EXPECT_EQ(compute_end, r.iteration_ns);
   EXPECT_EQ(offloads, s.offload_order);
   EXPECT_EQ(prefetches, s.prefetch_order);
-  // The compute stream is always running or stalled, and each stall has one cause.
+  // The compute stream is always running or stalled, and each stall has one
+  // cause.
   EXPECT_EQ(r.iteration_ns, r.ideal_ns + r.recompute_ns + r.stall_ns());
   EXPECT_LE(r.peak_resident_bytes, r.budget_bytes);
   EXPECT_EQ(r.forward_end_ns, op_end[trace.num_forward_ops - 1]);
@@ -135,7 +143,8 @@ TEST(EventModelPropertyTest, RandomPlansRespectTheBudgetAndMatchTheirTimeline) {
       options.budget_bytes = static_cast<int64_t>(peak * (0.1 + 0.04 * trial));
       options.per_layer_barriers = barriers;
       options.record_timeline = true;
-      absl::StatusOr<SimulationResult> r = Simulate(w.trace, w.hardware, plan, options);
+      absl::StatusOr<SimulationResult> r =
+          Simulate(w.trace, w.hardware, plan, options);
       ASSERT_TRUE(r.ok()) << w.name << ": " << r.status();
       if (!r->feasible) {
         ++infeasible;
@@ -174,8 +183,10 @@ TEST(EventModelPropertyTest, SimulationIsDeterministic) {
     options.record_timeline = true;
     const SimulationResult a = *Simulate(w.trace, w.hardware, plan, options);
     const SimulationResult b = *Simulate(w.trace, w.hardware, plan, options);
-    EXPECT_EQ(MetricsToProto(a).SerializeAsString(), MetricsToProto(b).SerializeAsString());
-    EXPECT_EQ(TimelineToProto(a).SerializeAsString(), TimelineToProto(b).SerializeAsString());
+    EXPECT_EQ(MetricsToProto(a).SerializeAsString(),
+              MetricsToProto(b).SerializeAsString());
+    EXPECT_EQ(TimelineToProto(a).SerializeAsString(),
+              TimelineToProto(b).SerializeAsString());
   }
 }
 
@@ -183,7 +194,8 @@ TEST(EventModelPropertyTest, AllSwapWithAFullBudgetNeverWaitsForMemory) {
   for (const Workload& w : Workloads()) {
     SimulationOptions options;
     options.budget_bytes = AllKeepPeakBytes(w.trace);
-    const SimulationResult r = *Simulate(w.trace, w.hardware, AllSwapPlan(w.trace), options);
+    const SimulationResult r =
+        *Simulate(w.trace, w.hardware, AllSwapPlan(w.trace), options);
     ASSERT_TRUE(r.feasible) << w.name << ": " << r.infeasibility.reason;
     EXPECT_EQ(r.memory_wait_ns, 0) << w.name;
     EXPECT_GE(r.iteration_ns, w.trace.ideal_ns);
@@ -198,7 +210,13 @@ TEST(EventModelPropertyTest, CorruptedTracesAreRejectedOrSimulatedSafely) {
   const Hardware hw = *HardwarePreset("a100");
   const v1::Trace base = *GenerateTrace(spec, hw);
   std::mt19937_64 rng(99);
-  const int64_t values[] = {-1, 0, 1, 7, 1 << 20, int64_t{1} << 40, int64_t{1} << 61,
+  const int64_t values[] = {-1,
+                            0,
+                            1,
+                            7,
+                            1 << 20,
+                            int64_t{1} << 40,
+                            int64_t{1} << 61,
                             std::numeric_limits<int64_t>::max(),
                             std::numeric_limits<int64_t>::min()};
   auto value = [&] { return values[rng() % std::size(values)]; };
@@ -209,19 +227,37 @@ TEST(EventModelPropertyTest, CorruptedTracesAreRejectedOrSimulatedSafely) {
       v1::Operator* op = t.mutable_operators(rng() % t.operators_size());
       v1::Tensor* tensor = t.mutable_tensors(rng() % t.tensors_size());
       switch (rng() % 9) {
-        case 0: op->set_duration_ns(value()); break;
-        case 1: op->set_phase(static_cast<v1::Phase>(rng() % 5)); break;
-        case 2: op->set_workspace_bytes(value()); break;
-        case 3: tensor->set_size_bytes(value()); break;
-        case 4: tensor->set_producer_op(static_cast<int32_t>(value())); break;
+        case 0:
+          op->set_duration_ns(value());
+          break;
+        case 1:
+          op->set_phase(static_cast<v1::Phase>(rng() % 5));
+          break;
+        case 2:
+          op->set_workspace_bytes(value());
+          break;
+        case 3:
+          tensor->set_size_bytes(value());
+          break;
+        case 4:
+          tensor->set_producer_op(static_cast<int32_t>(value()));
+          break;
         case 5:
           if (tensor->use_ops_size() > 0) {
-            tensor->set_use_ops(rng() % tensor->use_ops_size(), static_cast<int32_t>(rng() % 200));
+            tensor->set_use_ops(rng() % tensor->use_ops_size(),
+                                static_cast<int32_t>(rng() % 200));
           }
           break;
-        case 6: tensor->add_recompute_inputs(static_cast<int32_t>(rng() % t.tensors_size())); break;
-        case 7: tensor->set_recompute_duration_ns(value()); break;
-        case 8: op->set_block_index(static_cast<int32_t>(value())); break;
+        case 6:
+          tensor->add_recompute_inputs(
+              static_cast<int32_t>(rng() % t.tensors_size()));
+          break;
+        case 7:
+          tensor->set_recompute_duration_ns(value());
+          break;
+        case 8:
+          op->set_block_index(static_cast<int32_t>(value()));
+          break;
       }
     }
     absl::StatusOr<Trace> trace = TraceFromProto(t);
@@ -232,8 +268,10 @@ TEST(EventModelPropertyTest, CorruptedTracesAreRejectedOrSimulatedSafely) {
     ++accepted;
     SimulationOptions options;
     options.budget_bytes = AllKeepPeakBytes(*trace) / 2;
-    absl::StatusOr<SimulationResult> r = Simulate(*trace, hw, AllSwapPlan(*trace), options);
-    if (r.ok() && r->feasible) EXPECT_LE(r->peak_resident_bytes, options.budget_bytes);
+    absl::StatusOr<SimulationResult> r =
+        Simulate(*trace, hw, AllSwapPlan(*trace), options);
+    if (r.ok() && r->feasible)
+      EXPECT_LE(r->peak_resident_bytes, options.budget_bytes);
   }
   EXPECT_GT(accepted, 100);
 }

@@ -24,8 +24,9 @@ class TinyTrace {
   int Bwd(int64_t duration_ns, int32_t block = 0, int64_t workspace_bytes = 0) {
     return AddOp(v1::PHASE_BACKWARD, duration_ns, block, workspace_bytes);
   }
-  int Tensor(int64_t size_bytes, int32_t producer, std::initializer_list<int32_t> uses,
-             int64_t recompute_ns = 0, std::initializer_list<int32_t> recompute_inputs = {}) {
+  int Tensor(int64_t size_bytes, int32_t producer,
+             std::initializer_list<int32_t> uses, int64_t recompute_ns = 0,
+             std::initializer_list<int32_t> recompute_inputs = {}) {
     v1::Tensor* t = proto.add_tensors();
     t->set_name(absl::StrCat("t", proto.tensors_size() - 1));
     t->set_size_bytes(size_bytes);
@@ -44,7 +45,8 @@ class TinyTrace {
   v1::Trace proto;
 
  private:
-  int AddOp(v1::Phase phase, int64_t duration_ns, int32_t block, int64_t workspace_bytes) {
+  int AddOp(v1::Phase phase, int64_t duration_ns, int32_t block,
+            int64_t workspace_bytes) {
     v1::Operator* op = proto.add_operators();
     op->set_name(absl::StrCat("op", proto.operators_size() - 1));
     op->set_phase(phase);
@@ -74,8 +76,9 @@ inline Hardware ByteNanosecondLink(int64_t latency_ns = 0) {
 inline Plan PlanOf(const std::string& decisions, int32_t issue_op = 0) {
   Plan plan;
   for (char c : decisions) {
-    plan.decisions.push_back(c == 's' ? Decision::kSwap
-                                      : c == 'r' ? Decision::kRecompute : Decision::kKeep);
+    plan.decisions.push_back(c == 's'   ? Decision::kSwap
+                             : c == 'r' ? Decision::kRecompute
+                                        : Decision::kKeep);
     plan.prefetch_issue_op.push_back(issue_op);
   }
   return plan;

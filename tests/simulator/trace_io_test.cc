@@ -28,7 +28,8 @@ TEST(TraceIoTest, BinaryAndJsonRoundTripExactly) {
     ASSERT_TRUE(WriteMessageFile(path, trace, FormatForPath(path)).ok());
     v1::Trace back;
     ASSERT_TRUE(ReadMessageFile(path, &back).ok()) << name;
-    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(trace, back)) << name;
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(trace, back))
+        << name;
     std::remove(path.c_str());
   }
 }
@@ -48,8 +49,10 @@ TEST(TraceIoTest, ReportsMissingAndMalformedFiles) {
   const absl::Status json = ReadMessageFile(path, &trace);
   EXPECT_EQ(json.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(json.message().find(path), std::string::npos);
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << std::string("\x0a\xff\xff\xff", 4);
-  EXPECT_EQ(ReadMessageFile(path, &trace).code(), absl::StatusCode::kInvalidArgument);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << std::string("\x0a\xff\xff\xff", 4);
+  EXPECT_EQ(ReadMessageFile(path, &trace).code(),
+            absl::StatusCode::kInvalidArgument);
   std::remove(path.c_str());
 }
 

@@ -28,8 +28,9 @@ TinyTrace Valid() {
 }
 
 // Asserts that `status` is `code` and that its first violation is `field`.
-void ExpectViolation(const absl::Status& status, const std::string& field,
-                     absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+void ExpectViolation(
+    const absl::Status& status, const std::string& field,
+    absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
   ASSERT_EQ(status.code(), code) << status;
   const std::vector<FieldViolation> violations = FieldViolationsOf(status);
   ASSERT_FALSE(violations.empty()) << status;
@@ -37,8 +38,9 @@ void ExpectViolation(const absl::Status& status, const std::string& field,
   EXPECT_TRUE(absl::StartsWith(status.message(), field + ": ")) << status;
 }
 
-void ExpectTraceViolation(const TinyTrace& t, const std::string& field,
-                          absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+void ExpectTraceViolation(
+    const TinyTrace& t, const std::string& field,
+    absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
   ExpectViolation(TraceFromProto(t.proto).status(), field, code);
 }
 
@@ -48,7 +50,8 @@ TEST(TraceValidationTest, ValidTraceIsAcceptedWithDerivedFields) {
   EXPECT_EQ(trace->num_forward_ops, 2);
   EXPECT_EQ(trace->tensors[0].last_forward_use, 1);
   EXPECT_EQ(trace->tensors[0].first_backward_use, 3);
-  EXPECT_EQ(trace->tensors[1].last_forward_use, 1);  // the producer: no forward reader
+  EXPECT_EQ(trace->tensors[1].last_forward_use,
+            1);  // the producer: no forward reader
   EXPECT_EQ(trace->ideal_ns, 40);
   EXPECT_EQ(trace->total_tensor_bytes, 150);
 }
@@ -104,10 +107,12 @@ TEST(TraceValidationTest, RejectsLongNames) {
 
 TEST(TraceValidationTest, RejectsDurationsThatOverflow) {
   TinyTrace t = Valid();
-  for (int i = 0; i < 4; ++i) t.proto.mutable_operators(i)->set_duration_ns(int64_t{1} << 59);
+  for (int i = 0; i < 4; ++i)
+    t.proto.mutable_operators(i)->set_duration_ns(int64_t{1} << 59);
   ExpectTraceViolation(t, "trace.operators");
   TinyTrace u = Valid();
-  u.proto.mutable_operators(0)->set_duration_ns(std::numeric_limits<int64_t>::max());
+  u.proto.mutable_operators(0)->set_duration_ns(
+      std::numeric_limits<int64_t>::max());
   ExpectTraceViolation(u, "trace.operators[0].duration_ns");
 }
 
@@ -119,7 +124,8 @@ TEST(TraceValidationTest, RejectsNegativeSize) {
 
 TEST(TraceValidationTest, RejectsSizesThatOverflow) {
   TinyTrace t = Valid();
-  t.proto.mutable_tensors(0)->set_size_bytes(std::numeric_limits<int64_t>::max());
+  t.proto.mutable_tensors(0)->set_size_bytes(
+      std::numeric_limits<int64_t>::max());
   ExpectTraceViolation(t, "trace.tensors[0].size_bytes");
   TinyTrace u = Valid();
   u.proto.mutable_tensors(0)->set_size_bytes(int64_t{1} << 60);
@@ -192,7 +198,7 @@ TEST(TraceValidationTest, RejectsNegativeRecomputeDuration) {
 TEST(TraceValidationTest, RejectsRecomputeCycleNamingATensorOnIt) {
   TinyTrace t;
   t.Fwd(1), t.Bwd(1);
-  t.Tensor(1, 0, {1}, 1, {});   // 0: feeds the cycle but is not on it
+  t.Tensor(1, 0, {1}, 1, {});  // 0: feeds the cycle but is not on it
   t.Tensor(1, 0, {1}, 1, {0, 3});
   t.Tensor(1, 0, {1}, 1, {1});
   t.Tensor(1, 0, {1}, 1, {2});  // 1 -> 3 -> 2 -> 1
@@ -219,14 +225,18 @@ TEST(TraceValidationTest, LongRecomputeChainAndLongCycleNeitherRecurseNorHang) {
   ASSERT_TRUE(trace.ok()) << trace.status();
   EXPECT_EQ(trace->recompute_topological_order.front(), 0);
   EXPECT_EQ(trace->recompute_topological_order.back(), kLength - 1);
-  chain.proto.mutable_tensors(0)->add_recompute_inputs(kLength - 1);  // close the loop
-  ExpectViolation(TraceFromProto(chain.proto).status(), "trace.tensors[0].recompute_inputs");
+  chain.proto.mutable_tensors(0)->add_recompute_inputs(kLength -
+                                                       1);  // close the loop
+  ExpectViolation(TraceFromProto(chain.proto).status(),
+                  "trace.tensors[0].recompute_inputs");
 }
 
 TEST(TraceValidationTest, RejectsTooManyRelationsAsResourceExhausted) {
   TinyTrace t = Valid();
-  t.proto.mutable_tensors(0)->mutable_use_ops()->Resize(static_cast<int>(kMaxRelations) + 1, 3);
-  ExpectTraceViolation(t, "trace.tensors", absl::StatusCode::kResourceExhausted);
+  t.proto.mutable_tensors(0)->mutable_use_ops()->Resize(
+      static_cast<int>(kMaxRelations) + 1, 3);
+  ExpectTraceViolation(t, "trace.tensors",
+                       absl::StatusCode::kResourceExhausted);
 }
 
 TEST(TraceValidationTest, ReportsEveryViolationInThePayload) {
@@ -245,7 +255,8 @@ TEST(TraceValidationTest, DuplicateUsesAreMergedAndUsesMayComeInAnyOrder) {
   for (int u : {3, 1, 3, 1}) t.proto.mutable_tensors(0)->add_use_ops(u);
   absl::StatusOr<Trace> trace = TraceFromProto(t.proto);
   ASSERT_TRUE(trace.ok());
-  EXPECT_EQ(std::vector<int32_t>(trace->uses.Row(0).begin(), trace->uses.Row(0).end()),
+  EXPECT_EQ(std::vector<int32_t>(trace->uses.Row(0).begin(),
+                                 trace->uses.Row(0).end()),
             (std::vector<int32_t>{1, 3}));
 }
 
@@ -257,16 +268,22 @@ TEST(HardwareValidationTest, RejectsEachBadField) {
     const char* field;
   };
   const Case cases[] = {
-      {[](v1::Hardware& h) { h.set_d2h_bytes_per_second(0); }, "hardware.d2h_bytes_per_second"},
-      {[](v1::Hardware& h) { h.set_h2d_bytes_per_second(-1); }, "hardware.h2d_bytes_per_second"},
-      {[](v1::Hardware& h) { h.set_transfer_latency_ns(-1); }, "hardware.transfer_latency_ns"},
-      {[](v1::Hardware& h) { h.set_gpu_memory_bytes(-1); }, "hardware.gpu_memory_bytes"},
+      {[](v1::Hardware& h) { h.set_d2h_bytes_per_second(0); },
+       "hardware.d2h_bytes_per_second"},
+      {[](v1::Hardware& h) { h.set_h2d_bytes_per_second(-1); },
+       "hardware.h2d_bytes_per_second"},
+      {[](v1::Hardware& h) { h.set_transfer_latency_ns(-1); },
+       "hardware.transfer_latency_ns"},
+      {[](v1::Hardware& h) { h.set_gpu_memory_bytes(-1); },
+       "hardware.gpu_memory_bytes"},
       {[](v1::Hardware& h) { h.set_host_pinned_memory_bytes(-1); },
        "hardware.host_pinned_memory_bytes"},
       {[](v1::Hardware& h) { h.set_matmul_flops_per_second(-1); },
        "hardware.matmul_flops_per_second"},
-      {[](v1::Hardware& h) { h.set_hbm_bytes_per_second(-1); }, "hardware.hbm_bytes_per_second"},
-      {[](v1::Hardware& h) { h.set_name(std::string(300, 'n')); }, "hardware.name"},
+      {[](v1::Hardware& h) { h.set_hbm_bytes_per_second(-1); },
+       "hardware.hbm_bytes_per_second"},
+      {[](v1::Hardware& h) { h.set_name(std::string(300, 'n')); },
+       "hardware.name"},
   };
   for (const Case& c : cases) {
     v1::Hardware h = good;
@@ -292,9 +309,11 @@ TEST(BudgetValidationTest, ResolvesEachFormAndRejectsBadOnes) {
   ExpectViolation(ResolveBudget(trace, v1::Budget()).status(), "budget");
   b.set_bytes(-1);
   ExpectViolation(ResolveBudget(trace, b).status(), "budget.bytes");
-  for (double f : {0.0, -0.5, 1e7, std::nan(""), std::numeric_limits<double>::infinity()}) {
+  for (double f : {0.0, -0.5, 1e7, std::nan(""),
+                   std::numeric_limits<double>::infinity()}) {
     b.set_fraction_of_peak(f);
-    ExpectViolation(ResolveBudget(trace, b).status(), "budget.fraction_of_peak");
+    ExpectViolation(ResolveBudget(trace, b).status(),
+                    "budget.fraction_of_peak");
   }
   b.set_unlimited(false);
   ExpectViolation(ResolveBudget(trace, b).status(), "budget.unlimited");
@@ -315,8 +334,10 @@ TEST(PlanValidationTest, RejectsForbiddenDecisions) {
   t.proto.mutable_tensors(1)->set_recompute_forbidden(true);
   const Trace trace = t.Build();
   const Hardware hw = ByteNanosecondLink();
-  ExpectViolation(ValidatePlan(trace, hw, PlanOf("sk", 2), false), "plan.tensors[0].decision");
-  ExpectViolation(ValidatePlan(trace, hw, PlanOf("kr"), false), "plan.tensors[1].decision");
+  ExpectViolation(ValidatePlan(trace, hw, PlanOf("sk", 2), false),
+                  "plan.tensors[0].decision");
+  ExpectViolation(ValidatePlan(trace, hw, PlanOf("kr"), false),
+                  "plan.tensors[1].decision");
 }
 
 TEST(PlanValidationTest, RejectsSwappingBeyondTheHostPinnedCap) {
@@ -324,7 +345,8 @@ TEST(PlanValidationTest, RejectsSwappingBeyondTheHostPinnedCap) {
   Hardware hw = ByteNanosecondLink();
   hw.host_pinned_memory_bytes = 120;
   EXPECT_TRUE(ValidatePlan(trace, hw, PlanOf("sk", 2), false).ok());
-  ExpectViolation(ValidatePlan(trace, hw, PlanOf("ss", 2), false), "plan.tensors");
+  ExpectViolation(ValidatePlan(trace, hw, PlanOf("ss", 2), false),
+                  "plan.tensors");
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace slackswap {
 namespace {
 
 v1::Trace Generate(const WorkloadSpec& spec, const std::string& hardware) {
-  absl::StatusOr<v1::Trace> trace = GenerateTrace(spec, *HardwarePreset(hardware));
+  absl::StatusOr<v1::Trace> trace =
+      GenerateTrace(spec, *HardwarePreset(hardware));
   EXPECT_TRUE(trace.ok()) << trace.status();
   return trace.ok() ? *trace : v1::Trace();
 }
@@ -24,7 +25,8 @@ WorkloadSpec Preset(const std::string& name) { return *WorkloadPreset(name); }
 int64_t LayerBytes(const v1::Trace& trace, int layer) {
   int64_t bytes = 0;
   for (const v1::Tensor& t : trace.tensors()) {
-    if (absl::StartsWith(t.name(), absl::StrCat("layer", layer, "."))) bytes += t.size_bytes();
+    if (absl::StartsWith(t.name(), absl::StrCat("layer", layer, ".")))
+      bytes += t.size_bytes();
   }
   return bytes;
 }
@@ -50,7 +52,8 @@ TEST(WorkloadCalibrationTest, LlamaHideableFractionRisesWithSequenceLength) {
   for (int64_t seq : {2048, 4096, 8192, 16384, 32768}) {
     WorkloadSpec spec = Preset("llama-7b");
     spec.sequence_length = seq;
-    const double hideable = Summarize(Generate(spec, "a100"), a100).hideable_fraction;
+    const double hideable =
+        Summarize(Generate(spec, "a100"), a100).hideable_fraction;
     EXPECT_GT(hideable, previous) << seq;
     previous = hideable;
     if (seq == 2048) EXPECT_NEAR(hideable, 0.36, 0.08);
@@ -60,9 +63,13 @@ TEST(WorkloadCalibrationTest, LlamaHideableFractionRisesWithSequenceLength) {
 
 TEST(WorkloadCalibrationTest, Vgg16IsFullyHideableOnATitanXButNotOnAnA100) {
   const Hardware titan = *HardwarePreset("titan-x");
-  EXPECT_GE(Summarize(Generate(Preset("vgg16"), "titan-x"), titan).hideable_fraction, 1.0);
+  EXPECT_GE(
+      Summarize(Generate(Preset("vgg16"), "titan-x"), titan).hideable_fraction,
+      1.0);
   const Hardware a100 = *HardwarePreset("a100");
-  EXPECT_LT(Summarize(Generate(Preset("vgg16"), "a100"), a100).hideable_fraction, 0.5);
+  EXPECT_LT(
+      Summarize(Generate(Preset("vgg16"), "a100"), a100).hideable_fraction,
+      0.5);
 }
 
 TEST(WorkloadCalibrationTest, RecomputeCostsPerByteOnA100) {
@@ -74,8 +81,9 @@ TEST(WorkloadCalibrationTest, RecomputeCostsPerByteOnA100) {
   int checked = 0;
   for (const v1::Tensor& t : trace.tensors()) {
     if (t.recompute_forbidden() || t.name() == "embedding_out") continue;
-    const double ps_per_byte =
-        1e3 * static_cast<double>(t.recompute_duration_ns()) / static_cast<double>(t.size_bytes());
+    const double ps_per_byte = 1e3 *
+                               static_cast<double>(t.recompute_duration_ns()) /
+                               static_cast<double>(t.size_bytes());
     const bool residual = absl::StrContains(t.name(), "residual1_out") ||
                           absl::EndsWith(t.name(), ".out");
     if (residual) {
@@ -115,7 +123,8 @@ TEST(WorkloadStructureTest, LlamaLayerSaves16hPlus6fBytesPerToken) {
   WorkloadSpec spec = Preset("llama-7b");
   spec.layers = 2;
   const v1::Trace trace = Generate(spec, "a100");
-  EXPECT_EQ(LayerBytes(trace, 1), (16 * spec.hidden + 6 * spec.ffn_hidden) * spec.sequence_length);
+  EXPECT_EQ(LayerBytes(trace, 1),
+            (16 * spec.hidden + 6 * spec.ffn_hidden) * spec.sequence_length);
 }
 
 TEST(WorkloadStructureTest, BackwardOpsTakeTwiceTheirForwardOp) {
@@ -124,7 +133,8 @@ TEST(WorkloadStructureTest, BackwardOpsTakeTwiceTheirForwardOp) {
   const v1::Trace trace = Generate(spec, "a100");
   for (const v1::Operator& bwd : trace.operators()) {
     if (bwd.phase() != v1::PHASE_BACKWARD) continue;
-    const std::string forward_name = bwd.name().substr(0, bwd.name().size() - 9);
+    const std::string forward_name =
+        bwd.name().substr(0, bwd.name().size() - 9);
     for (const v1::Operator& fwd : trace.operators()) {
       if (fwd.name() != forward_name) continue;
       const double factor = fwd.kind() == v1::OP_KIND_ATTENTION ? 2.5
@@ -142,8 +152,10 @@ TEST(WorkloadStructureTest, EveryPresetOnEveryGpuIsAValidTrace) {
     for (const std::string& hardware : HardwarePresetNames()) {
       WorkloadSpec spec = Preset(preset);
       if (spec.layers > 2) spec.layers = 2;
-      absl::StatusOr<v1::Trace> trace = GenerateTrace(spec, *HardwarePreset(hardware));
-      ASSERT_TRUE(trace.ok()) << preset << " on " << hardware << ": " << trace.status();
+      absl::StatusOr<v1::Trace> trace =
+          GenerateTrace(spec, *HardwarePreset(hardware));
+      ASSERT_TRUE(trace.ok())
+          << preset << " on " << hardware << ": " << trace.status();
       EXPECT_TRUE(TraceFromProto(*trace).ok());
     }
   }
@@ -158,8 +170,11 @@ TEST(WorkloadStructureTest, RejectsBadParametersNamingTheField) {
   Hardware no_rates = *HardwarePreset("a100");
   no_rates.matmul_flops_per_second = 0;
   status = GenerateTrace(Preset("gpt2-xl"), no_rates).status();
-  EXPECT_TRUE(absl::StartsWith(status.message(), "hardware.matmul_flops_per_second")) << status;
-  EXPECT_EQ(WorkloadPreset("gpt-5").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(
+      absl::StartsWith(status.message(), "hardware.matmul_flops_per_second"))
+      << status;
+  EXPECT_EQ(WorkloadPreset("gpt-5").status().code(),
+            absl::StatusCode::kNotFound);
   EXPECT_EQ(HardwarePreset("tpu").status().code(), absl::StatusCode::kNotFound);
 }
 

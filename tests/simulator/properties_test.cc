@@ -21,7 +21,7 @@ struct Workload {
 std::vector<Workload> Workloads() {
   std::vector<Workload> out;
   for (const std::string& preset : WorkloadPresetNames()) {
-    for (const std::string& gpu : {"titan-x", "a100", "h100", "gh200"}) {
+    for (const char* gpu : {"titan-x", "a100", "h100", "gh200"}) {
       WorkloadSpec spec = *WorkloadPreset(preset);
       spec.layers = std::min(spec.layers, 3);
       if (preset == "bert-large")
@@ -270,8 +270,9 @@ TEST(EventModelPropertyTest, CorruptedTracesAreRejectedOrSimulatedSafely) {
     options.budget_bytes = AllKeepPeakBytes(*trace) / 2;
     absl::StatusOr<SimulationResult> r =
         Simulate(*trace, hw, AllSwapPlan(*trace), options);
-    if (r.ok() && r->feasible)
+    if (r.ok() && r->feasible) {
       EXPECT_LE(r->peak_resident_bytes, options.budget_bytes);
+    }
   }
   EXPECT_GT(accepted, 100);
 }

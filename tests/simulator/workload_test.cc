@@ -56,8 +56,12 @@ TEST(WorkloadCalibrationTest, LlamaHideableFractionRisesWithSequenceLength) {
         Summarize(Generate(spec, "a100"), a100).hideable_fraction;
     EXPECT_GT(hideable, previous) << seq;
     previous = hideable;
-    if (seq == 2048) EXPECT_NEAR(hideable, 0.36, 0.08);
-    if (seq == 32768) EXPECT_NEAR(hideable, 0.60, 0.08);
+    if (seq == 2048) {
+      EXPECT_NEAR(hideable, 0.36, 0.08);
+    }
+    if (seq == 32768) {
+      EXPECT_NEAR(hideable, 0.60, 0.08);
+    }
   }
 }
 

@@ -15,6 +15,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,6 +24,8 @@
 #include "absl/strings/str_join.h"
 #include "client/chrome_trace.h"
 #include "planner/basic_plans.h"
+#include "planner/planner_proto.h"
+#include "planner/slackswap.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/proto_convert.h"
@@ -59,8 +63,13 @@ ABSL_FLAG(std::string, plan, "",
           "simulate: replay this plan file instead of --policy");
 ABSL_FLAG(std::string, plan_out, "",
           "simulate: write the replayed plan, with its schedule");
-ABSL_FLAG(bool, barriers, false, "simulate: vDNN-style per-layer barriers");
-ABSL_FLAG(bool, json, false, "simulate: print the metrics as JSON");
+ABSL_FLAG(bool, barriers, false, "simulate, plan: vDNN-style per-layer barriers");
+ABSL_FLAG(bool, json, false, "simulate, plan: print the result as JSON");
+ABSL_FLAG(double, guard, 0.05,
+          "plan: offloads must finish by (1 - guard) of the forward time, in [0, 0.9]");
+ABSL_FLAG(std::string, ranking, "cost",
+          "plan: swap candidates by recompute cost per byte ('cost') or 'production' order");
+ABSL_FLAG(bool, link_budget_pass, true, "plan: spend the link budget (false: recompute only)");
 ABSL_FLAG(
     std::string, timeline, "",
     "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
@@ -80,6 +89,10 @@ Usage:
                      [--policy ideal|all-keep|all-swap | --plan FILE] [--barriers]
                      [--json] [--plan_out FILE] [--timeline FILE]
       Replay a plan in the event model and print its metrics.
+  slackswap plan [--trace FILE | --preset P ...] [--hardware H] [--budget B]
+                 [--guard G] [--ranking cost|production] [--link_budget_pass=false]
+                 [--barriers] [--json] [--plan_out FILE]
+      Plan with SlackSwap: decisions, predicted metrics, lower bound, planning time.
   slackswap presets
       The hardware presets and each workload preset's calibration figures, as
       Markdown tables (docs/workloads.md is made from this output).
@@ -275,48 +288,70 @@ void PrintMetrics(const Trace& trace, const Hardware& hardware,
       Millis(r.d2h_busy_ns), Millis(r.h2d_busy_ns), OffloadLag(r));
 }
 
-int SimulateCommand() {
+struct Inputs {
+  Hardware hardware;
+  Trace trace;
+  v1::Budget budget;
+};
+
+// Hardware, trace and budget from the flags; on failure, the exit status.
+absl::StatusOr<Inputs> LoadInputs(int& exit_code) {
+  Inputs in;
   absl::StatusOr<Hardware> hardware = LoadHardware();
-  if (!hardware.ok()) return HardwareExit(hardware.status());
+  if (!hardware.ok()) return exit_code = HardwareExit(hardware.status()), hardware.status();
+  in.hardware = *std::move(hardware);
   absl::StatusOr<v1::Budget> budget = ParseBudget(absl::GetFlag(FLAGS_budget));
-  if (!budget.ok()) return ExitFor(budget.status(), kUsageExit);
+  if (!budget.ok()) return exit_code = ExitFor(budget.status(), kUsageExit), budget.status();
+  in.budget = *budget;
   v1::Trace proto;
   if (!absl::GetFlag(FLAGS_trace).empty()) {
     absl::Status read = ReadMessageFile(absl::GetFlag(FLAGS_trace), &proto);
-    if (!read.ok()) return ExitFor(read, kFailureExit);
+    if (!read.ok()) return exit_code = ExitFor(read, kFailureExit), read;
   } else {
     absl::StatusOr<WorkloadSpec> spec = SpecFromFlags();
-    if (!spec.ok()) return ExitFor(spec.status(), kUsageExit);
-    absl::StatusOr<v1::Trace> generated = GenerateTrace(*spec, *hardware);
-    if (!generated.ok()) return ExitFor(generated.status(), kFailureExit);
+    if (!spec.ok()) return exit_code = ExitFor(spec.status(), kUsageExit), spec.status();
+    absl::StatusOr<v1::Trace> generated = GenerateTrace(*spec, in.hardware);
+    if (!generated.ok()) {
+      return exit_code = ExitFor(generated.status(), kFailureExit), generated.status();
+    }
     proto = *std::move(generated);
   }
   absl::StatusOr<Trace> trace = TraceFromProto(proto);
-  if (!trace.ok()) return ExitFor(trace.status(), kFailureExit);
+  if (!trace.ok()) return exit_code = ExitFor(trace.status(), kFailureExit), trace.status();
+  in.trace = *std::move(trace);
+  return in;
+}
 
+int SimulateCommand() {
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(exit_code);
+  if (!inputs.ok()) return exit_code;
+  const Hardware& hardware = inputs->hardware;
+  const Trace& trace = inputs->trace;
+  v1::Budget& budget = inputs->budget;
   std::string policy = absl::GetFlag(FLAGS_policy);
   Plan plan;
   if (!absl::GetFlag(FLAGS_plan).empty()) {
     v1::Plan plan_proto;
     absl::Status read = ReadMessageFile(absl::GetFlag(FLAGS_plan), &plan_proto);
     if (!read.ok()) return ExitFor(read, kFailureExit);
-    absl::StatusOr<Plan> parsed = PlanFromProto(*trace, plan_proto);
+    absl::StatusOr<Plan> parsed = PlanFromProto(trace, plan_proto);
     if (!parsed.ok()) return ExitFor(parsed.status(), kFailureExit);
     plan = *std::move(parsed);
     policy = "plan " + absl::GetFlag(FLAGS_plan);
   } else if (policy == "ideal") {
-    plan = IdealPlan(*trace);
-    budget->set_unlimited(true);
+    plan = IdealPlan(trace);
+    budget.set_unlimited(true);
   } else if (policy == "all-keep") {
-    plan = Plan::AllKeep(*trace);
+    plan = Plan::AllKeep(trace);
   } else if (policy == "all-swap") {
-    plan = AllSwapPlan(*trace);
+    plan = AllSwapPlan(trace);
   } else {
     return ExitFor(absl::InvalidArgumentError(
                        "--policy must be ideal, all-keep or all-swap"),
                    kUsageExit);
   }
-  absl::StatusOr<int64_t> budget_bytes = ResolveBudget(*trace, *budget);
+  absl::StatusOr<int64_t> budget_bytes = ResolveBudget(trace, budget);
   if (!budget_bytes.ok()) return ExitFor(budget_bytes.status(), kUsageExit);
 
   SimulationOptions options;
@@ -324,13 +359,13 @@ int SimulateCommand() {
   options.per_layer_barriers = absl::GetFlag(FLAGS_barriers);
   options.record_timeline = !absl::GetFlag(FLAGS_timeline).empty();
   absl::StatusOr<SimulationResult> result =
-      Simulate(*trace, *hardware, plan, options);
+      Simulate(trace, hardware, plan, options);
   if (!result.ok()) return ExitFor(result.status(), kFailureExit);
 
   if (!absl::GetFlag(FLAGS_plan_out).empty()) {
     const std::string path = absl::GetFlag(FLAGS_plan_out);
     absl::Status written =
-        WriteMessageFile(path, PlanToProto(plan, DeriveSchedule(*trace, plan)),
+        WriteMessageFile(path, PlanToProto(plan, DeriveSchedule(trace, plan)),
                          FormatForPath(path));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
@@ -341,7 +376,7 @@ int SimulateCommand() {
       return ExitFor(absl::PermissionDeniedError("cannot write " + path),
                      kFailureExit);
     }
-    const std::string json = ChromeTraceJson(*trace, *result);
+    const std::string json = ChromeTraceJson(trace, *result);
     const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
     if (std::fclose(f) != 0 || !ok) {
       return ExitFor(absl::DataLossError("short write to " + path),
@@ -351,8 +386,68 @@ int SimulateCommand() {
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << ToJson(MetricsToProto(*result)) << "\n";
   } else {
-    PrintMetrics(*trace, *hardware, policy, *result);
+    PrintMetrics(trace, hardware, policy, *result);
   }
+  return 0;
+}
+
+int PlanCommand() {
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(exit_code);
+  if (!inputs.ok()) return exit_code;
+  const Trace& trace = inputs->trace;
+  absl::StatusOr<int64_t> budget_bytes = ResolveBudget(trace, inputs->budget);
+  if (!budget_bytes.ok()) return ExitFor(budget_bytes.status(), kUsageExit);
+  v1::PlannerOptions options_proto;
+  options_proto.set_guard_fraction(absl::GetFlag(FLAGS_guard));
+  const std::string ranking = absl::GetFlag(FLAGS_ranking);
+  if (ranking == "cost") {
+    options_proto.set_ranking(v1::SWAP_RANKING_RECOMPUTE_COST_PER_BYTE);
+  } else if (ranking == "production") {
+    options_proto.set_ranking(v1::SWAP_RANKING_PRODUCTION_ORDER);
+  } else {
+    return ExitFor(absl::InvalidArgumentError("--ranking must be cost or production"),
+                   kUsageExit);
+  }
+  options_proto.set_link_budget_pass(absl::GetFlag(FLAGS_link_budget_pass));
+  options_proto.set_per_layer_barriers(absl::GetFlag(FLAGS_barriers));
+  absl::StatusOr<PlannerOptions> options = PlannerOptionsFromProto(options_proto);
+  if (!options.ok()) return ExitFor(options.status(), kUsageExit);
+
+  const absl::Time started = absl::Now();
+  absl::StatusOr<PlanningResult> result =
+      PlanSlackSwap(trace, inputs->hardware, *budget_bytes, *options);
+  const absl::Duration planning_time = absl::Now() - started;
+  if (!result.ok()) return ExitFor(result.status(), kFailureExit);
+  const v1::PlanningReport report = PlanningReportToProto(trace, *result);
+
+  if (!absl::GetFlag(FLAGS_plan_out).empty()) {
+    const std::string path = absl::GetFlag(FLAGS_plan_out);
+    absl::Status written = WriteMessageFile(path, report.plan(), FormatForPath(path));
+    if (!written.ok()) return ExitFor(written, kFailureExit);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    // The report is deterministic; the planning time is not, so it stays out.
+    v1::PlanningReport printed = report;
+    printed.clear_plan();
+    std::cout << ToJson(printed) << "\n";
+    return 0;
+  }
+  if (!result->feasible) {
+    std::cout << "outcome      INFEASIBLE: " << result->reason << "\n";
+    std::cout << absl::StrFormat("planner      planned in %.2f ms\n",
+                                 absl::ToDoubleMilliseconds(planning_time));
+    return 0;
+  }
+  PrintMetrics(trace, inputs->hardware, "slackswap", result->replay);
+  std::cout << absl::StrFormat(
+      "lower bound  %s: the plan is within %.2f%% of any plan's iteration time\n"
+      "planner      %d swaps admitted, %d recomputes, %d blocks, %d replays, %d repairs; "
+      "planned in %.2f ms\n",
+      Millis(result->lower_bound.iteration_ns), 100 * result->GapToLowerBound(),
+      result->stats.swaps_admitted, result->stats.recomputes_marked,
+      result->stats.blocks_recomputed, result->stats.repair_iterations, result->stats.repairs,
+      absl::ToDoubleMilliseconds(planning_time));
   return 0;
 }
 
@@ -429,6 +524,7 @@ int main(int argc, char** argv) {
   if (command == "generate") return slackswap::Generate();
   if (command == "simulate") return slackswap::SimulateCommand();
   if (command == "presets") return slackswap::Presets();
+  if (command == "plan") return slackswap::PlanCommand();
   if (command == "help") {
     std::cout << slackswap::kUsage << "\n";
     return 0;

@@ -1,0 +1,62 @@
+#include "planner/planner_proto.h"
+
+#include <cmath>
+
+#include "simulator/field_violations.h"
+#include "simulator/proto_convert.h"
+
+namespace slackswap {
+
+absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(const v1::PlannerOptions& proto) {
+  FieldViolations v;
+  PlannerOptions options;
+  if (proto.has_guard_fraction()) {
+    const double g = proto.guard_fraction();
+    if (!std::isfinite(g) || g < 0 || g > 0.9) {
+      v.Add("options.guard_fraction", "must be in [0, 0.9]");
+    } else {
+      options.guard_fraction = g;
+    }
+  }
+  switch (proto.ranking()) {
+    case v1::SWAP_RANKING_UNSPECIFIED:
+    case v1::SWAP_RANKING_RECOMPUTE_COST_PER_BYTE:
+      options.ranking = SwapRanking::kRecomputeCostPerByte;
+      break;
+    case v1::SWAP_RANKING_PRODUCTION_ORDER:
+      options.ranking = SwapRanking::kProductionOrder;
+      break;
+    default:
+      v.Add("options.ranking", "unknown value");
+  }
+  if (proto.has_link_budget_pass()) options.link_budget_pass = proto.link_budget_pass();
+  options.per_layer_barriers = proto.per_layer_barriers();
+  if (proto.has_max_repair_iterations()) {
+    if (proto.max_repair_iterations() < 1 || proto.max_repair_iterations() > 1000) {
+      v.Add("options.max_repair_iterations", "must be in [1, 1000]");
+    } else {
+      options.max_repair_iterations = proto.max_repair_iterations();
+    }
+  }
+  if (!v.empty()) return v.ToStatus();
+  return options;
+}
+
+v1::PlanningReport PlanningReportToProto(const Trace& trace, const PlanningResult& result) {
+  v1::PlanningReport report;
+  report.set_outcome(result.feasible ? v1::PLAN_OUTCOME_PLANNED : v1::PLAN_OUTCOME_INFEASIBLE);
+  report.set_reason(result.reason);
+  *report.mutable_plan() = PlanToProto(result.plan, DeriveSchedule(trace, result.plan));
+  *report.mutable_metrics() = MetricsToProto(result.replay);
+  report.set_lower_bound_ns(result.lower_bound.iteration_ns);
+  report.set_gap_to_lower_bound(result.GapToLowerBound());
+  v1::PlannerStatistics* stats = report.mutable_statistics();
+  stats->set_swaps_admitted(result.stats.swaps_admitted);
+  stats->set_recomputes_marked(result.stats.recomputes_marked);
+  stats->set_blocks_recomputed(result.stats.blocks_recomputed);
+  stats->set_repair_iterations(result.stats.repair_iterations);
+  stats->set_repairs(result.stats.repairs);
+  return report;
+}
+
+}  // namespace slackswap

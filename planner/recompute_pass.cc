@@ -1,0 +1,148 @@
+#include "planner/recompute_pass.h"
+
+#include <algorithm>
+#include <map>
+
+#include "planner/link_budget_pass.h"
+
+namespace slackswap {
+namespace {
+
+// How many eligible tensors one choice compares.
+constexpr int kCandidatesCompared = 64;
+
+}  // namespace
+
+RecomputePass::RecomputePass(const Trace& trace, PlanDraft& draft)
+    : trace_(trace), draft_(draft) {
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (!trace.tensors[t].recompute_forbidden && trace.tensors[t].size_bytes > 0) {
+      by_cost_per_byte_.push_back(t);
+    }
+  }
+  std::stable_sort(by_cost_per_byte_.begin(), by_cost_per_byte_.end(), [&](int32_t a, int32_t b) {
+    return RecomputeCostPerByte(trace.tensors[a]) < RecomputeCostPerByte(trace.tensors[b]);
+  });
+  alive_next_.resize(by_cost_per_byte_.size() + 1);
+  for (size_t i = 0; i < alive_next_.size(); ++i) alive_next_[i] = static_cast<int32_t>(i);
+
+  // Block bodies: tensors produced in a forward block and read by no forward
+  // op of another block.
+  int32_t max_block = 0;
+  for (const Op& op : trace.ops) max_block = std::max(max_block, op.block_index);
+  block_body_.resize(static_cast<size_t>(max_block) + 1);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    const Tensor& tensor = trace.tensors[t];
+    if (tensor.recompute_forbidden) continue;
+    const int32_t block = trace.ops[tensor.producer_op].block_index;
+    bool read_elsewhere = false;
+    for (int32_t u : trace.uses.Row(t)) {
+      if (trace.ops[u].phase == Phase::kForward && trace.ops[u].block_index != block) {
+        read_elsewhere = true;
+      }
+    }
+    if (!read_elsewhere) block_body_[block].push_back(t);
+  }
+}
+
+int32_t RecomputePass::FindAlive(int32_t i) {
+  int32_t root = i;
+  while (alive_next_[root] != root) root = alive_next_[root];
+  while (alive_next_[i] != root) {
+    const int32_t next = alive_next_[i];
+    alive_next_[i] = root;
+    i = next;
+  }
+  return root;
+}
+
+bool RecomputePass::Eligible(int32_t t, int32_t op) const {
+  const Tensor& tensor = trace_.tensors[t];
+  if (draft_.decision(t) != Decision::kKeep) return false;
+  if (!(tensor.last_forward_use < op && op < draft_.need(t))) return false;
+  for (int32_t input : trace_.recompute_inputs.Row(t)) {
+    if (draft_.decision(input) == Decision::kRecompute) return false;
+  }
+  for (int32_t dependent : trace_.recompute_dependents.Row(t)) {
+    if (draft_.decision(dependent) == Decision::kRecompute) return false;
+  }
+  return true;
+}
+
+int32_t RecomputePass::BestTensor(int32_t op, int64_t excess_bytes) {
+  const int32_t n = static_cast<int32_t>(by_cost_per_byte_.size());
+  int32_t best = -1;
+  double best_score = 0;
+  int compared = 0;
+  for (int32_t i = FindAlive(0); i < n && compared < kCandidatesCompared;
+       i = FindAlive(i + 1)) {
+    const int32_t t = by_cost_per_byte_[i];
+    if (draft_.decision(t) != Decision::kKeep) {
+      alive_next_[i] = i + 1;  // recomputed or swapped: never a candidate again
+      continue;
+    }
+    if (!Eligible(t, op)) continue;
+    ++compared;
+    const Tensor& tensor = trace_.tensors[t];
+    const double score = static_cast<double>(tensor.recompute_ns) /
+                         static_cast<double>(std::min(tensor.size_bytes, excess_bytes));
+    if (best < 0 || score < best_score) {
+      best = t;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+bool RecomputePass::RecomputeBlock(int32_t op, PlannerStats& stats) {
+  int32_t best_block = -1;
+  double best_score = 0;
+  for (size_t b = 0; b < block_body_.size(); ++b) {
+    int64_t cost = 0, freed = 0;
+    for (int32_t t : block_body_[b]) {
+      if (draft_.decision(t) != Decision::kKeep) continue;
+      cost += trace_.tensors[t].recompute_ns;
+      const Tensor& tensor = trace_.tensors[t];
+      if (tensor.last_forward_use < op && op < draft_.need(t)) freed += tensor.size_bytes;
+    }
+    if (freed == 0) continue;
+    const double score = static_cast<double>(cost) / static_cast<double>(freed);
+    if (best_block < 0 || score < best_score) {
+      best_block = static_cast<int32_t>(b);
+      best_score = score;
+    }
+  }
+  if (best_block < 0) return false;
+  for (int32_t t : block_body_[best_block]) {
+    if (draft_.decision(t) == Decision::kKeep) {
+      draft_.SetRecompute(t);
+      ++stats.recomputes_marked;
+    }
+  }
+  ++stats.blocks_recomputed;
+  return true;
+}
+
+bool RecomputePass::RecomputeAt(int32_t op, int64_t excess_bytes, PlannerStats& stats) {
+  const int32_t t = BestTensor(op, std::max<int64_t>(excess_bytes, 1));
+  if (t >= 0) {
+    draft_.SetRecompute(t);
+    ++stats.recomputes_marked;
+    return true;
+  }
+  return RecomputeBlock(op, stats);
+}
+
+bool RecomputePass::Run(int64_t budget_bytes, PlannerStats& stats) {
+  while (true) {
+    const int64_t peak = draft_.PeakBytes();
+    if (peak <= budget_bytes) return true;
+    const int32_t op = draft_.PeakOp();
+    if (!RecomputeAt(op, peak - budget_bytes, stats)) return false;
+    // A block fallback that does not lower the peak (its rebuilds land on
+    // it) would loop forever; so would any choice that raises it.
+    if (draft_.PeakBytes() >= peak && draft_.PeakOp() == op) return false;
+  }
+}
+
+}  // namespace slackswap

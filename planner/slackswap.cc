@@ -1,0 +1,208 @@
+#include "planner/slackswap.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "planner/link_budget_pass.h"
+#include "planner/plan_draft.h"
+#include "planner/recompute_pass.h"
+#include "simulator/status_macros.h"
+
+namespace slackswap {
+namespace {
+
+// Places every swapped tensor's two lifetimes in the draft: the forward copy
+// lives until its FIFO offload ends (ideal timeline), and the prefetch is
+// issued as late as the deadline-ordered H2D queue allows, `lead_ns[t]`
+// earlier still, on a timeline that includes the rebuilds before each op.
+void PlaceSwaps(const Trace& trace, const Hardware& hw, const IdealTimeline& timeline,
+                const std::vector<int32_t>& run_start, bool barriers,
+                const std::vector<int64_t>& lead_ns, PlanDraft& draft) {
+  std::vector<int32_t> swaps;
+  for (int32_t o = 0; o < trace.num_forward_ops; ++o) {
+    for (int32_t t : trace.produces.Row(o)) {
+      if (draft.decision(t) == Decision::kSwap) swaps.push_back(t);
+    }
+  }
+  if (swaps.empty()) return;
+  std::vector<int32_t> forward_free(trace.tensors.size(), 0);
+  int64_t d2h_end = 0;
+  for (int32_t t : swaps) {
+    const Tensor& tensor = trace.tensors[t];
+    d2h_end = std::max(d2h_end, timeline.End(tensor.producer_op)) +
+              TransferNs(tensor.size_bytes, hw.d2h_bytes_per_second, hw.transfer_latency_ns);
+    forward_free[t] = timeline.LastOpStartingBefore(d2h_end);
+  }
+  // Op starts with rebuild time included: the rebuilds before op o delay it.
+  std::vector<int64_t> rebuild_before(trace.ops.size() + 1, 0);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (draft.decision(t) == Decision::kRecompute) {
+      rebuild_before[draft.need(t)] += trace.tensors[t].recompute_ns;
+    }
+  }
+  std::vector<int64_t> start(trace.ops.size());
+  int64_t delay = 0;
+  for (int32_t o = 0; o < trace.num_ops(); ++o) {
+    delay += rebuild_before[o];
+    start[o] = timeline.op_start_ns[o] + delay;
+  }
+  std::sort(swaps.begin(), swaps.end(), [&](int32_t a, int32_t b) {
+    return draft.need(a) != draft.need(b) ? draft.need(a) < draft.need(b) : a < b;
+  });
+  int64_t next_start = std::numeric_limits<int64_t>::max();
+  for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) {
+    const int32_t t = *it;
+    const Tensor& tensor = trace.tensors[t];
+    const int32_t need = draft.need(t);
+    // The prefetch must end before the rebuilds ahead of its need begin.
+    const int64_t deadline = start[need] - rebuild_before[need];
+    const int64_t latest_start =
+        std::min(deadline, next_start) - lead_ns[t] -
+        TransferNs(tensor.size_bytes, hw.h2d_bytes_per_second, hw.transfer_latency_ns);
+    next_start = latest_start;
+    // The last op that has started by latest_start.
+    const int32_t by_time = static_cast<int32_t>(std::upper_bound(start.begin(),
+                                                                  start.begin() + need + 1,
+                                                                  latest_start) -
+                                                 start.begin()) -
+                            1;
+    const int32_t earliest = tensor.last_forward_use + 1;
+    const int32_t latest = barriers ? run_start[need] : need;
+    const int32_t issue = std::clamp(by_time, earliest, std::max(earliest, latest));
+    draft.SetSwap(t, forward_free[t], issue);
+  }
+}
+
+// Asks every prefetch that arrived after its need op started to be issued
+// earlier by more than it was late; a prefetch already issued as early as it
+// can be becomes a recomputation (or a keep). Returns the number of changes.
+int RepairLatePrefetches(const Trace& trace, const SimulationResult& replay,
+                         std::vector<int64_t>& lead_ns, PlanDraft& draft) {
+  std::vector<int64_t> prefetch_end(trace.tensors.size(), -1);
+  std::vector<int64_t> op_start(trace.ops.size(), -1);
+  for (const TimelineEvent& e : replay.timeline) {
+    if (e.kind == TimelineKind::kPrefetch) prefetch_end[e.index] = e.end_ns;
+    if (e.kind == TimelineKind::kOp) op_start[e.index] = e.start_ns;
+  }
+  int changes = 0;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (draft.decision(t) != Decision::kSwap) continue;
+    const int32_t need = draft.need(t);
+    if (prefetch_end[t] < 0 || op_start[need] < 0 || prefetch_end[t] < op_start[need]) continue;
+    const int32_t issue = draft.plan().prefetch_issue_op[t];
+    if (issue > trace.tensors[t].last_forward_use + 1) {
+      lead_ns[t] += (prefetch_end[t] - op_start[need]) + lead_ns[t] / 2 + 1;
+    } else if (!trace.tensors[t].recompute_forbidden) {
+      draft.SetRecompute(t);
+    } else {
+      draft.SetKeep(t);
+    }
+    ++changes;
+  }
+  return changes;
+}
+
+}  // namespace
+
+double PlanningResult::GapToLowerBound() const {
+  if (!feasible || lower_bound.iteration_ns <= 0) return 0;
+  return static_cast<double>(replay.iteration_ns - lower_bound.iteration_ns) /
+         static_cast<double>(lower_bound.iteration_ns);
+}
+
+absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace, const Hardware& hardware,
+                                             int64_t budget_bytes, const PlannerOptions& options) {
+  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+  PlanningResult result;
+  result.lower_bound = ComputeLowerBound(trace, hardware, budget_bytes);
+  SimulationOptions sim;
+  sim.budget_bytes = budget_bytes;
+  sim.per_layer_barriers = options.per_layer_barriers;
+
+  const IdealTimeline timeline(trace);
+  PlanDraft draft(trace, timeline);
+  auto replay = [&](const Plan& plan, bool timeline_wanted) {
+    SimulationOptions o = sim;
+    o.record_timeline = timeline_wanted;
+    ++result.stats.repair_iterations;
+    return SimulateSchedule(trace, hardware, plan, DeriveSchedule(trace, plan), o);
+  };
+
+  if (!result.lower_bound.feasible) {
+    result.feasible = false;
+    result.reason = result.lower_bound.reason;
+    result.plan = draft.plan();
+    result.replay = replay(result.plan, false);
+    return result;
+  }
+
+  // Swapped tensors' forward copies must be freed by the time the all-keep
+  // peak needs the room: the excess is what the link is asked to move.
+  const std::vector<int32_t> run_start = BlockRunStarts(trace);
+  std::vector<int64_t> lead_ns(trace.tensors.size(), 0);
+  const int64_t excess = draft.PeakBytes() - budget_bytes;
+  const std::vector<int32_t> swaps = SelectSwaps(trace, hardware, timeline, excess, options);
+  result.stats.swaps_admitted = static_cast<int32_t>(swaps.size());
+  for (int32_t t : swaps) draft.SetSwap(t, trace.tensors[t].last_forward_use, trace.first_backward_op());
+  PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers, lead_ns, draft);
+
+  RecomputePass recompute(trace, draft);
+  recompute.Run(budget_bytes, result.stats);
+  PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers, lead_ns, draft);
+
+  // Validation and repair.
+  std::vector<int32_t> admitted = swaps;  // still-swapped, in admission order
+  bool have_best = false;
+  for (int iteration = 0; iteration < options.max_repair_iterations; ++iteration) {
+    const SimulationResult r = replay(draft.plan(), true);
+    if (r.feasible && (!have_best || r.iteration_ns < result.replay.iteration_ns)) {
+      have_best = true;
+      result.plan = draft.plan();
+      result.replay = r;
+      result.replay.timeline.clear();
+    }
+    int changes = 0;
+    if (!r.feasible) {
+      // Memory that does not fit where the replay gave up: recompute there.
+      const int64_t short_by = r.infeasibility.bytes_needed + r.infeasibility.bytes_resident -
+                               budget_bytes;
+      if (recompute.RecomputeAt(r.infeasibility.op, short_by, result.stats)) ++changes;
+    } else if (r.last_offload_lag_ns > 0 && r.memory_wait_ns > 0) {
+      // Offloads lag past the forward pass and the compute stream waited for
+      // the memory they hold: drop the latest admitted swap.
+      while (!admitted.empty() && draft.decision(admitted.back()) != Decision::kSwap) {
+        admitted.pop_back();
+      }
+      if (!admitted.empty()) {
+        const int32_t t = admitted.back();
+        admitted.pop_back();
+        if (!trace.tensors[t].recompute_forbidden) {
+          draft.SetRecompute(t);
+        } else {
+          draft.SetKeep(t);
+        }
+        ++changes;
+      }
+    } else if (r.prefetch_wait_ns > 0) {
+      changes += RepairLatePrefetches(trace, r, lead_ns, draft);
+    } else if (r.memory_wait_ns > 0) {
+      // A memory wait with offloads on time: the draft underestimated memory
+      // somewhere. Recompute at the peak of the draft.
+      if (recompute.RecomputeAt(draft.PeakOp(), 1, result.stats)) ++changes;
+    }
+    if (changes == 0) break;
+    result.stats.repairs += changes;
+    recompute.Run(budget_bytes, result.stats);
+    PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers, lead_ns, draft);
+  }
+  if (!have_best) {
+    result.feasible = false;
+    result.plan = draft.plan();
+    result.replay = replay(result.plan, false);
+    result.reason = result.replay.feasible ? "no plan within the repair budget"
+                                           : result.replay.infeasibility.reason;
+  }
+  return result;
+}
+
+}  // namespace slackswap

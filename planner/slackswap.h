@@ -1,0 +1,62 @@
+// File: slackswap.h
+//
+// The SlackSwap planner (arXiv 2610.13003): from one profiled iteration, a
+// plan that keeps activation memory within a budget at the least iteration
+// time it can find.
+//
+//   1. Pass 1 (link_budget_pass.h) spends the forward pass's link budget on
+//      the tensors most expensive to recompute.
+//   2. Pass 2 (recompute_pass.h) recomputes the cheapest remaining bytes until
+//      the plan fits, falling back to whole blocks.
+//   3. Validation and repair replays the plan in the event model and repairs
+//      it: prefetches that arrive late are issued earlier (or become
+//      recomputations), offloads that lag past the forward pass are dropped
+//      (latest admitted first), and memory that does not fit is recomputed.
+//
+// Example:
+//   absl::StatusOr<PlanningResult> result =
+//       PlanSlackSwap(trace, hardware, budget_bytes, PlannerOptions());
+//   if (result.ok() && result->feasible) Use(result->plan);
+//
+// Deterministic: the same inputs give the same plan, bit for bit (no hashing,
+// clocks or threads). Thread-compatible.
+#ifndef SLACKSWAP_PLANNER_SLACKSWAP_H_
+#define SLACKSWAP_PLANNER_SLACKSWAP_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "planner/lower_bound.h"
+#include "planner/planner_options.h"
+#include "simulator/event_model.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+
+struct PlanningResult {
+  // False when no plan was found within the budget; `reason` says why. The
+  // plan and replay are then those of the last attempt (replay infeasible).
+  bool feasible = true;
+  std::string reason;
+  Plan plan;
+  // The plan's replay in the event model: Simulate(trace, hardware, plan,
+  // {budget, barriers}) reproduces it exactly.
+  SimulationResult replay;
+  LowerBound lower_bound;
+  PlannerStats stats;
+
+  // (replay - bound) / bound, or 0 when infeasible.
+  double GapToLowerBound() const;
+};
+
+// INVALID_ARGUMENT only for a trace and hardware whose times would overflow
+// (CheckTimeRange); every budget, however small, gives a result.
+absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace, const Hardware& hardware,
+                                             int64_t budget_bytes, const PlannerOptions& options);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_SLACKSWAP_H_

@@ -15,13 +15,13 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "client/chrome_trace.h"
 #include "planner/basic_plans.h"
 #include "planner/planner_proto.h"
@@ -63,13 +63,17 @@ ABSL_FLAG(std::string, plan, "",
           "simulate: replay this plan file instead of --policy");
 ABSL_FLAG(std::string, plan_out, "",
           "simulate: write the replayed plan, with its schedule");
-ABSL_FLAG(bool, barriers, false, "simulate, plan: vDNN-style per-layer barriers");
+ABSL_FLAG(bool, barriers, false,
+          "simulate, plan: vDNN-style per-layer barriers");
 ABSL_FLAG(bool, json, false, "simulate, plan: print the result as JSON");
 ABSL_FLAG(double, guard, 0.05,
-          "plan: offloads must finish by (1 - guard) of the forward time, in [0, 0.9]");
+          "plan: offloads must finish by (1 - guard) of the forward time, in "
+          "[0, 0.9]");
 ABSL_FLAG(std::string, ranking, "cost",
-          "plan: swap candidates by recompute cost per byte ('cost') or 'production' order");
-ABSL_FLAG(bool, link_budget_pass, true, "plan: spend the link budget (false: recompute only)");
+          "plan: swap candidates by recompute cost per byte ('cost') or "
+          "'production' order");
+ABSL_FLAG(bool, link_budget_pass, true,
+          "plan: spend the link budget (false: recompute only)");
 ABSL_FLAG(
     std::string, timeline, "",
     "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
@@ -298,10 +302,12 @@ struct Inputs {
 absl::StatusOr<Inputs> LoadInputs(int& exit_code) {
   Inputs in;
   absl::StatusOr<Hardware> hardware = LoadHardware();
-  if (!hardware.ok()) return exit_code = HardwareExit(hardware.status()), hardware.status();
+  if (!hardware.ok())
+    return exit_code = HardwareExit(hardware.status()), hardware.status();
   in.hardware = *std::move(hardware);
   absl::StatusOr<v1::Budget> budget = ParseBudget(absl::GetFlag(FLAGS_budget));
-  if (!budget.ok()) return exit_code = ExitFor(budget.status(), kUsageExit), budget.status();
+  if (!budget.ok())
+    return exit_code = ExitFor(budget.status(), kUsageExit), budget.status();
   in.budget = *budget;
   v1::Trace proto;
   if (!absl::GetFlag(FLAGS_trace).empty()) {
@@ -309,15 +315,18 @@ absl::StatusOr<Inputs> LoadInputs(int& exit_code) {
     if (!read.ok()) return exit_code = ExitFor(read, kFailureExit), read;
   } else {
     absl::StatusOr<WorkloadSpec> spec = SpecFromFlags();
-    if (!spec.ok()) return exit_code = ExitFor(spec.status(), kUsageExit), spec.status();
+    if (!spec.ok())
+      return exit_code = ExitFor(spec.status(), kUsageExit), spec.status();
     absl::StatusOr<v1::Trace> generated = GenerateTrace(*spec, in.hardware);
     if (!generated.ok()) {
-      return exit_code = ExitFor(generated.status(), kFailureExit), generated.status();
+      return exit_code = ExitFor(generated.status(), kFailureExit),
+             generated.status();
     }
     proto = *std::move(generated);
   }
   absl::StatusOr<Trace> trace = TraceFromProto(proto);
-  if (!trace.ok()) return exit_code = ExitFor(trace.status(), kFailureExit), trace.status();
+  if (!trace.ok())
+    return exit_code = ExitFor(trace.status(), kFailureExit), trace.status();
   in.trace = *std::move(trace);
   return in;
 }
@@ -406,12 +415,14 @@ int PlanCommand() {
   } else if (ranking == "production") {
     options_proto.set_ranking(v1::SWAP_RANKING_PRODUCTION_ORDER);
   } else {
-    return ExitFor(absl::InvalidArgumentError("--ranking must be cost or production"),
-                   kUsageExit);
+    return ExitFor(
+        absl::InvalidArgumentError("--ranking must be cost or production"),
+        kUsageExit);
   }
   options_proto.set_link_budget_pass(absl::GetFlag(FLAGS_link_budget_pass));
   options_proto.set_per_layer_barriers(absl::GetFlag(FLAGS_barriers));
-  absl::StatusOr<PlannerOptions> options = PlannerOptionsFromProto(options_proto);
+  absl::StatusOr<PlannerOptions> options =
+      PlannerOptionsFromProto(options_proto);
   if (!options.ok()) return ExitFor(options.status(), kUsageExit);
 
   const absl::Time started = absl::Now();
@@ -423,7 +434,8 @@ int PlanCommand() {
 
   if (!absl::GetFlag(FLAGS_plan_out).empty()) {
     const std::string path = absl::GetFlag(FLAGS_plan_out);
-    absl::Status written = WriteMessageFile(path, report.plan(), FormatForPath(path));
+    absl::Status written =
+        WriteMessageFile(path, report.plan(), FormatForPath(path));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   if (absl::GetFlag(FLAGS_json)) {
@@ -441,13 +453,15 @@ int PlanCommand() {
   }
   PrintMetrics(trace, inputs->hardware, "slackswap", result->replay);
   std::cout << absl::StrFormat(
-      "lower bound  %s: the plan is within %.2f%% of any plan's iteration time\n"
-      "planner      %d swaps admitted, %d recomputes, %d blocks, %d replays, %d repairs; "
+      "lower bound  %s: the plan is within %.2f%% of any plan's iteration "
+      "time\n"
+      "planner      %d swaps admitted, %d recomputes, %d blocks, %d replays, "
+      "%d repairs; "
       "planned in %.2f ms\n",
       Millis(result->lower_bound.iteration_ns), 100 * result->GapToLowerBound(),
       result->stats.swaps_admitted, result->stats.recomputes_marked,
-      result->stats.blocks_recomputed, result->stats.repair_iterations, result->stats.repairs,
-      absl::ToDoubleMilliseconds(planning_time));
+      result->stats.blocks_recomputed, result->stats.repair_iterations,
+      result->stats.repairs, absl::ToDoubleMilliseconds(planning_time));
   return 0;
 }
 

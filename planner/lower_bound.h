@@ -31,7 +31,8 @@ struct LowerBound {
 
 // O(ops + tensors + uses) plus O(k log k) for each of the (at most 16) most
 // constrained forward ops, where k is the number of tensors live there.
-LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware, int64_t budget_bytes);
+LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
+                             int64_t budget_bytes);
 
 }  // namespace slackswap
 

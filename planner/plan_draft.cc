@@ -4,7 +4,8 @@
 
 namespace slackswap {
 
-IdealTimeline::IdealTimeline(const Trace& trace) : op_start_ns(trace.ops.size() + 1, 0) {
+IdealTimeline::IdealTimeline(const Trace& trace)
+    : op_start_ns(trace.ops.size() + 1, 0) {
   for (int32_t o = 0; o < trace.num_ops(); ++o) {
     op_start_ns[o + 1] = op_start_ns[o] + trace.ops[o].duration_ns;
   }
@@ -33,8 +34,10 @@ PlanDraft::PlanDraft(const Trace& trace, const IdealTimeline& /*timeline*/)
 }
 
 void PlanDraft::Apply(const Lifetime& l, int64_t bytes) {
-  if (l.first_end >= l.first_begin) profile_.Add(l.first_begin, l.first_end + 1, bytes);
-  if (l.second_end >= l.second_begin) profile_.Add(l.second_begin, l.second_end + 1, bytes);
+  if (l.first_end >= l.first_begin)
+    profile_.Add(l.first_begin, l.first_end + 1, bytes);
+  if (l.second_end >= l.second_begin)
+    profile_.Add(l.second_begin, l.second_end + 1, bytes);
 }
 
 bool PlanDraft::Refresh(int32_t t) {
@@ -79,7 +82,8 @@ bool PlanDraft::Refresh(int32_t t) {
   return need_changed;
 }
 
-void PlanDraft::Set(int32_t t, Decision d, int32_t forward_free_op, int32_t issue_op) {
+void PlanDraft::Set(int32_t t, Decision d, int32_t forward_free_op,
+                    int32_t issue_op) {
   plan_.decisions[t] = d;
   plan_.prefetch_issue_op[t] = d == Decision::kSwap ? issue_op : 0;
   forward_free_[t] = forward_free_op;
@@ -92,7 +96,8 @@ void PlanDraft::Set(int32_t t, Decision d, int32_t forward_free_op, int32_t issu
     stack_.pop_back();
     const bool need_changed = Refresh(u);
     if (first || (need_changed && plan_.decisions[u] == Decision::kRecompute)) {
-      for (int32_t input : trace_.recompute_inputs.Row(u)) stack_.push_back(input);
+      for (int32_t input : trace_.recompute_inputs.Row(u))
+        stack_.push_back(input);
     }
     first = false;
   }

@@ -74,7 +74,7 @@ class PlanDraft {
 
  private:
   struct Lifetime {
-    int32_t first_begin = 0, first_end = -1;    // inclusive; empty if end < begin
+    int32_t first_begin = 0, first_end = -1;  // inclusive; empty if end < begin
     int32_t second_begin = 0, second_end = -1;
   };
 

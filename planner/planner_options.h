@@ -32,11 +32,11 @@ struct PlannerOptions {
 };
 
 struct PlannerStats {
-  int32_t swaps_admitted = 0;       // by the link-budget pass
-  int32_t recomputes_marked = 0;    // by the recompute pass
-  int32_t blocks_recomputed = 0;    // by the block fallback
-  int32_t repair_iterations = 0;    // replays in validation and repair
-  int32_t repairs = 0;              // plan changes made by repair
+  int32_t swaps_admitted = 0;     // by the link-budget pass
+  int32_t recomputes_marked = 0;  // by the recompute pass
+  int32_t blocks_recomputed = 0;  // by the block fallback
+  int32_t repair_iterations = 0;  // replays in validation and repair
+  int32_t repairs = 0;            // plan changes made by repair
 };
 
 }  // namespace slackswap

@@ -7,7 +7,8 @@
 
 namespace slackswap {
 
-absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(const v1::PlannerOptions& proto) {
+absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
+    const v1::PlannerOptions& proto) {
   FieldViolations v;
   PlannerOptions options;
   if (proto.has_guard_fraction()) {
@@ -29,10 +30,12 @@ absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(const v1::PlannerOptions&
     default:
       v.Add("options.ranking", "unknown value");
   }
-  if (proto.has_link_budget_pass()) options.link_budget_pass = proto.link_budget_pass();
+  if (proto.has_link_budget_pass())
+    options.link_budget_pass = proto.link_budget_pass();
   options.per_layer_barriers = proto.per_layer_barriers();
   if (proto.has_max_repair_iterations()) {
-    if (proto.max_repair_iterations() < 1 || proto.max_repair_iterations() > 1000) {
+    if (proto.max_repair_iterations() < 1 ||
+        proto.max_repair_iterations() > 1000) {
       v.Add("options.max_repair_iterations", "must be in [1, 1000]");
     } else {
       options.max_repair_iterations = proto.max_repair_iterations();
@@ -42,11 +45,14 @@ absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(const v1::PlannerOptions&
   return options;
 }
 
-v1::PlanningReport PlanningReportToProto(const Trace& trace, const PlanningResult& result) {
+v1::PlanningReport PlanningReportToProto(const Trace& trace,
+                                         const PlanningResult& result) {
   v1::PlanningReport report;
-  report.set_outcome(result.feasible ? v1::PLAN_OUTCOME_PLANNED : v1::PLAN_OUTCOME_INFEASIBLE);
+  report.set_outcome(result.feasible ? v1::PLAN_OUTCOME_PLANNED
+                                     : v1::PLAN_OUTCOME_INFEASIBLE);
   report.set_reason(result.reason);
-  *report.mutable_plan() = PlanToProto(result.plan, DeriveSchedule(trace, result.plan));
+  *report.mutable_plan() =
+      PlanToProto(result.plan, DeriveSchedule(trace, result.plan));
   *report.mutable_metrics() = MetricsToProto(result.replay);
   report.set_lower_bound_ns(result.lower_bound.iteration_ns);
   report.set_gap_to_lower_bound(result.GapToLowerBound());

@@ -12,11 +12,13 @@
 namespace slackswap {
 
 // Validates and converts options; field paths start with "options".
-absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(const v1::PlannerOptions& proto);
+absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
+    const v1::PlannerOptions& proto);
 
 // The report for a planning result (plan with its schedule, replay metrics,
 // lower bound, statistics).
-v1::PlanningReport PlanningReportToProto(const Trace& trace, const PlanningResult& result);
+v1::PlanningReport PlanningReportToProto(const Trace& trace,
+                                         const PlanningResult& result);
 
 }  // namespace slackswap
 

@@ -16,20 +16,25 @@ constexpr int kCandidatesCompared = 64;
 RecomputePass::RecomputePass(const Trace& trace, PlanDraft& draft)
     : trace_(trace), draft_(draft) {
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (!trace.tensors[t].recompute_forbidden && trace.tensors[t].size_bytes > 0) {
+    if (!trace.tensors[t].recompute_forbidden &&
+        trace.tensors[t].size_bytes > 0) {
       by_cost_per_byte_.push_back(t);
     }
   }
-  std::stable_sort(by_cost_per_byte_.begin(), by_cost_per_byte_.end(), [&](int32_t a, int32_t b) {
-    return RecomputeCostPerByte(trace.tensors[a]) < RecomputeCostPerByte(trace.tensors[b]);
-  });
+  std::stable_sort(by_cost_per_byte_.begin(), by_cost_per_byte_.end(),
+                   [&](int32_t a, int32_t b) {
+                     return RecomputeCostPerByte(trace.tensors[a]) <
+                            RecomputeCostPerByte(trace.tensors[b]);
+                   });
   alive_next_.resize(by_cost_per_byte_.size() + 1);
-  for (size_t i = 0; i < alive_next_.size(); ++i) alive_next_[i] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < alive_next_.size(); ++i)
+    alive_next_[i] = static_cast<int32_t>(i);
 
   // Block bodies: tensors produced in a forward block and read by no forward
   // op of another block.
   int32_t max_block = 0;
-  for (const Op& op : trace.ops) max_block = std::max(max_block, op.block_index);
+  for (const Op& op : trace.ops)
+    max_block = std::max(max_block, op.block_index);
   block_body_.resize(static_cast<size_t>(max_block) + 1);
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
     const Tensor& tensor = trace.tensors[t];
@@ -37,7 +42,8 @@ RecomputePass::RecomputePass(const Trace& trace, PlanDraft& draft)
     const int32_t block = trace.ops[tensor.producer_op].block_index;
     bool read_elsewhere = false;
     for (int32_t u : trace.uses.Row(t)) {
-      if (trace.ops[u].phase == Phase::kForward && trace.ops[u].block_index != block) {
+      if (trace.ops[u].phase == Phase::kForward &&
+          trace.ops[u].block_index != block) {
         read_elsewhere = true;
       }
     }
@@ -84,8 +90,9 @@ int32_t RecomputePass::BestTensor(int32_t op, int64_t excess_bytes) {
     if (!Eligible(t, op)) continue;
     ++compared;
     const Tensor& tensor = trace_.tensors[t];
-    const double score = static_cast<double>(tensor.recompute_ns) /
-                         static_cast<double>(std::min(tensor.size_bytes, excess_bytes));
+    const double score =
+        static_cast<double>(tensor.recompute_ns) /
+        static_cast<double>(std::min(tensor.size_bytes, excess_bytes));
     if (best < 0 || score < best_score) {
       best = t;
       best_score = score;
@@ -103,7 +110,8 @@ bool RecomputePass::RecomputeBlock(int32_t op, PlannerStats& stats) {
       if (draft_.decision(t) != Decision::kKeep) continue;
       cost += trace_.tensors[t].recompute_ns;
       const Tensor& tensor = trace_.tensors[t];
-      if (tensor.last_forward_use < op && op < draft_.need(t)) freed += tensor.size_bytes;
+      if (tensor.last_forward_use < op && op < draft_.need(t))
+        freed += tensor.size_bytes;
     }
     if (freed == 0) continue;
     const double score = static_cast<double>(cost) / static_cast<double>(freed);
@@ -123,7 +131,8 @@ bool RecomputePass::RecomputeBlock(int32_t op, PlannerStats& stats) {
   return true;
 }
 
-bool RecomputePass::RecomputeAt(int32_t op, int64_t excess_bytes, PlannerStats& stats) {
+bool RecomputePass::RecomputeAt(int32_t op, int64_t excess_bytes,
+                                PlannerStats& stats) {
   const int32_t t = BestTensor(op, std::max<int64_t>(excess_bytes, 1));
   if (t >= 0) {
     draft_.SetRecompute(t);

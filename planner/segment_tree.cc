@@ -5,7 +5,9 @@
 namespace slackswap {
 
 MaxSegmentTree::MaxSegmentTree(int n, int64_t initial)
-    : n_(n), max_(4 * static_cast<size_t>(std::max(n, 1))), add_(max_.size(), 0),
+    : n_(n),
+      max_(4 * static_cast<size_t>(std::max(n, 1))),
+      add_(max_.size(), 0),
       arg_(max_.size(), -1) {
   if (n_ > 0) Build(1, 0, n_, initial);
 }
@@ -25,7 +27,8 @@ void MaxSegmentTree::Add(int lo, int hi, int64_t delta) {
   if (lo < hi && delta != 0) Add(1, 0, n_, lo, hi, delta);
 }
 
-void MaxSegmentTree::Add(int node, int lo, int hi, int qlo, int qhi, int64_t delta) {
+void MaxSegmentTree::Add(int node, int lo, int hi, int qlo, int qhi,
+                         int64_t delta) {
   if (qlo <= lo && hi <= qhi) {
     max_[node] += delta;
     add_[node] += delta;
@@ -52,7 +55,8 @@ std::pair<int64_t, int> MaxSegmentTree::Max(int lo, int hi) const {
   return Max(1, 0, n_, lo, hi);
 }
 
-std::pair<int64_t, int> MaxSegmentTree::Max(int node, int lo, int hi, int qlo, int qhi) const {
+std::pair<int64_t, int> MaxSegmentTree::Max(int node, int lo, int hi, int qlo,
+                                            int qhi) const {
   if (qlo <= lo && hi <= qhi) return {max_[node], arg_[node]};
   const int mid = (lo + hi) / 2;
   std::pair<int64_t, int> best{kNegativeInfinity, -1};

@@ -16,7 +16,8 @@ namespace slackswap {
 
 class MaxSegmentTree {
  public:
-  static constexpr int64_t kNegativeInfinity = std::numeric_limits<int64_t>::min() / 4;
+  static constexpr int64_t kNegativeInfinity =
+      std::numeric_limits<int64_t>::min() / 4;
 
   // n values, all `initial`.
   explicit MaxSegmentTree(int n, int64_t initial = 0);
@@ -36,9 +37,11 @@ class MaxSegmentTree {
   std::pair<int64_t, int> Max(int node, int lo, int hi, int qlo, int qhi) const;
 
   int n_;
-  std::vector<int64_t> max_;   // max of the subtree, including its own pending add
-  std::vector<int64_t> add_;   // addition pending for the whole subtree
-  std::vector<int32_t> arg_;   // leftmost position of the max (without ancestors' adds)
+  std::vector<int64_t>
+      max_;  // max of the subtree, including its own pending add
+  std::vector<int64_t> add_;  // addition pending for the whole subtree
+  std::vector<int32_t>
+      arg_;  // leftmost position of the max (without ancestors' adds)
 };
 
 }  // namespace slackswap

@@ -14,10 +14,13 @@ namespace {
 // Places every swapped tensor's two lifetimes in the draft: the forward copy
 // lives until its FIFO offload ends (ideal timeline), and the prefetch is
 // issued as late as the deadline-ordered H2D queue allows, `lead_ns[t]`
-// earlier still, on a timeline that includes the rebuilds before each op.
-void PlaceSwaps(const Trace& trace, const Hardware& hw, const IdealTimeline& timeline,
+// earlier still, on a timeline that includes the rebuilds before each op; or,
+// where `issue_at_need[t]` is set, at its need (the last moment memory allows).
+void PlaceSwaps(const Trace& trace, const Hardware& hw,
+                const IdealTimeline& timeline,
                 const std::vector<int32_t>& run_start, bool barriers,
-                const std::vector<int64_t>& lead_ns, PlanDraft& draft) {
+                const std::vector<int64_t>& lead_ns,
+                const std::vector<uint8_t>& issue_at_need, PlanDraft& draft) {
   std::vector<int32_t> swaps;
   for (int32_t o = 0; o < trace.num_forward_ops; ++o) {
     for (int32_t t : trace.produces.Row(o)) {
@@ -30,7 +33,8 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw, const IdealTimeline& tim
   for (int32_t t : swaps) {
     const Tensor& tensor = trace.tensors[t];
     d2h_end = std::max(d2h_end, timeline.End(tensor.producer_op)) +
-              TransferNs(tensor.size_bytes, hw.d2h_bytes_per_second, hw.transfer_latency_ns);
+              TransferNs(tensor.size_bytes, hw.d2h_bytes_per_second,
+                         hw.transfer_latency_ns);
     forward_free[t] = timeline.LastOpStartingBefore(d2h_end);
   }
   // Op starts with rebuild time included: the rebuilds before op o delay it.
@@ -47,7 +51,8 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw, const IdealTimeline& tim
     start[o] = timeline.op_start_ns[o] + delay;
   }
   std::sort(swaps.begin(), swaps.end(), [&](int32_t a, int32_t b) {
-    return draft.need(a) != draft.need(b) ? draft.need(a) < draft.need(b) : a < b;
+    return draft.need(a) != draft.need(b) ? draft.need(a) < draft.need(b)
+                                          : a < b;
   });
   int64_t next_start = std::numeric_limits<int64_t>::max();
   for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) {
@@ -58,17 +63,22 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw, const IdealTimeline& tim
     const int64_t deadline = start[need] - rebuild_before[need];
     const int64_t latest_start =
         std::min(deadline, next_start) - lead_ns[t] -
-        TransferNs(tensor.size_bytes, hw.h2d_bytes_per_second, hw.transfer_latency_ns);
+        TransferNs(tensor.size_bytes, hw.h2d_bytes_per_second,
+                   hw.transfer_latency_ns);
     next_start = latest_start;
     // The last op that has started by latest_start.
-    const int32_t by_time = static_cast<int32_t>(std::upper_bound(start.begin(),
-                                                                  start.begin() + need + 1,
-                                                                  latest_start) -
-                                                 start.begin()) -
-                            1;
+    const int32_t by_time =
+        static_cast<int32_t>(std::upper_bound(start.begin(),
+                                              start.begin() + need + 1,
+                                              latest_start) -
+                             start.begin()) -
+        1;
     const int32_t earliest = tensor.last_forward_use + 1;
     const int32_t latest = barriers ? run_start[need] : need;
-    const int32_t issue = std::clamp(by_time, earliest, std::max(earliest, latest));
+    const int32_t issue =
+        issue_at_need[t]
+            ? latest
+            : std::clamp(by_time, earliest, std::max(earliest, latest));
     draft.SetSwap(t, forward_free[t], issue);
   }
 }
@@ -88,7 +98,9 @@ int RepairLatePrefetches(const Trace& trace, const SimulationResult& replay,
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
     if (draft.decision(t) != Decision::kSwap) continue;
     const int32_t need = draft.need(t);
-    if (prefetch_end[t] < 0 || op_start[need] < 0 || prefetch_end[t] < op_start[need]) continue;
+    if (prefetch_end[t] < 0 || op_start[need] < 0 ||
+        prefetch_end[t] < op_start[need])
+      continue;
     const int32_t issue = draft.plan().prefetch_issue_op[t];
     if (issue > trace.tensors[t].last_forward_use + 1) {
       lead_ns[t] += (prefetch_end[t] - op_start[need]) + lead_ns[t] / 2 + 1;
@@ -110,8 +122,10 @@ double PlanningResult::GapToLowerBound() const {
          static_cast<double>(lower_bound.iteration_ns);
 }
 
-absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace, const Hardware& hardware,
-                                             int64_t budget_bytes, const PlannerOptions& options) {
+absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
+                                             const Hardware& hardware,
+                                             int64_t budget_bytes,
+                                             const PlannerOptions& options) {
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
   PlanningResult result;
   result.lower_bound = ComputeLowerBound(trace, hardware, budget_bytes);
@@ -125,7 +139,8 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace, const Hardware&
     SimulationOptions o = sim;
     o.record_timeline = timeline_wanted;
     ++result.stats.repair_iterations;
-    return SimulateSchedule(trace, hardware, plan, DeriveSchedule(trace, plan), o);
+    return SimulateSchedule(trace, hardware, plan, DeriveSchedule(trace, plan),
+                            o);
   };
 
   if (!result.lower_bound.feasible) {
@@ -140,22 +155,30 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace, const Hardware&
   // peak needs the room: the excess is what the link is asked to move.
   const std::vector<int32_t> run_start = BlockRunStarts(trace);
   std::vector<int64_t> lead_ns(trace.tensors.size(), 0);
+  std::vector<uint8_t> issue_at_need(trace.tensors.size(), 0);
   const int64_t excess = draft.PeakBytes() - budget_bytes;
-  const std::vector<int32_t> swaps = SelectSwaps(trace, hardware, timeline, excess, options);
+  const std::vector<int32_t> swaps =
+      SelectSwaps(trace, hardware, timeline, excess, options);
   result.stats.swaps_admitted = static_cast<int32_t>(swaps.size());
-  for (int32_t t : swaps) draft.SetSwap(t, trace.tensors[t].last_forward_use, trace.first_backward_op());
-  PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers, lead_ns, draft);
+  for (int32_t t : swaps)
+    draft.SetSwap(t, trace.tensors[t].last_forward_use,
+                  trace.first_backward_op());
+  PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
+             lead_ns, issue_at_need, draft);
 
   RecomputePass recompute(trace, draft);
   recompute.Run(budget_bytes, result.stats);
-  PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers, lead_ns, draft);
+  PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
+             lead_ns, issue_at_need, draft);
 
   // Validation and repair.
   std::vector<int32_t> admitted = swaps;  // still-swapped, in admission order
   bool have_best = false;
-  for (int iteration = 0; iteration < options.max_repair_iterations; ++iteration) {
+  for (int iteration = 0; iteration < options.max_repair_iterations;
+       ++iteration) {
     const SimulationResult r = replay(draft.plan(), true);
-    if (r.feasible && (!have_best || r.iteration_ns < result.replay.iteration_ns)) {
+    if (r.feasible &&
+        (!have_best || r.iteration_ns < result.replay.iteration_ns)) {
       have_best = true;
       result.plan = draft.plan();
       result.replay = r;
@@ -164,13 +187,27 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace, const Hardware&
     int changes = 0;
     if (!r.feasible) {
       // Memory that does not fit where the replay gave up: recompute there.
-      const int64_t short_by = r.infeasibility.bytes_needed + r.infeasibility.bytes_resident -
-                               budget_bytes;
-      if (recompute.RecomputeAt(r.infeasibility.op, short_by, result.stats)) ++changes;
+      const int32_t op = r.infeasibility.op;
+      const int64_t short_by = r.infeasibility.bytes_needed +
+                               r.infeasibility.bytes_resident - budget_bytes;
+      if (recompute.RecomputeAt(op, short_by, result.stats)) {
+        ++changes;
+      } else {
+        // Nothing left to recompute there: prefetches that arrived early
+        // hold the memory. Issue them at their need instead.
+        for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+          if (draft.decision(t) == Decision::kSwap && !issue_at_need[t] &&
+              draft.need(t) > op && draft.plan().prefetch_issue_op[t] <= op) {
+            issue_at_need[t] = 1;
+            ++changes;
+          }
+        }
+      }
     } else if (r.last_offload_lag_ns > 0 && r.memory_wait_ns > 0) {
       // Offloads lag past the forward pass and the compute stream waited for
       // the memory they hold: drop the latest admitted swap.
-      while (!admitted.empty() && draft.decision(admitted.back()) != Decision::kSwap) {
+      while (!admitted.empty() &&
+             draft.decision(admitted.back()) != Decision::kSwap) {
         admitted.pop_back();
       }
       if (!admitted.empty()) {
@@ -193,7 +230,8 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace, const Hardware&
     if (changes == 0) break;
     result.stats.repairs += changes;
     recompute.Run(budget_bytes, result.stats);
-    PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers, lead_ns, draft);
+    PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
+               lead_ns, issue_at_need, draft);
   }
   if (!have_best) {
     result.feasible = false;

@@ -54,8 +54,10 @@ struct PlanningResult {
 
 // INVALID_ARGUMENT only for a trace and hardware whose times would overflow
 // (CheckTimeRange); every budget, however small, gives a result.
-absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace, const Hardware& hardware,
-                                             int64_t budget_bytes, const PlannerOptions& options);
+absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
+                                             const Hardware& hardware,
+                                             int64_t budget_bytes,
+                                             const PlannerOptions& options);
 
 }  // namespace slackswap
 

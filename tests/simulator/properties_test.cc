@@ -7,57 +7,17 @@
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
 #include "simulator/workload.h"
+#include "tests/simulator/random_plans.h"
 
 namespace slackswap {
 namespace {
 
-struct Workload {
-  std::string name;
-  Trace trace;
-  Hardware hardware;
-};
+using ::slackswap::testing::RandomPlan;
+using ::slackswap::testing::SmallWorkloads;
+using ::slackswap::testing::Workload;
 
-// Small versions of every preset on every GPU preset.
 std::vector<Workload> Workloads() {
-  std::vector<Workload> out;
-  for (const std::string& preset : WorkloadPresetNames()) {
-    for (const char* gpu : {"titan-x", "a100", "h100", "gh200"}) {
-      WorkloadSpec spec = *WorkloadPreset(preset);
-      spec.layers = std::min(spec.layers, 3);
-      if (preset == "bert-large")
-        spec.flash_attention = false;  // cover unfused attention too
-      const Hardware hw = *HardwarePreset(gpu);
-      absl::StatusOr<v1::Trace> proto = GenerateTrace(spec, hw);
-      EXPECT_TRUE(proto.ok()) << proto.status();
-      out.push_back({preset + "/" + gpu, *TraceFromProto(*proto), hw});
-    }
-  }
-  return out;
-}
-
-// A random valid plan: each tensor keeps, swaps or recomputes where allowed;
-// each swap's issue point is drawn from its valid window.
-Plan RandomPlan(const Trace& trace, bool barriers, std::mt19937_64& rng) {
-  Plan plan = Plan::AllKeep(trace);
-  std::uniform_int_distribution<int> pick(0, 2);
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    const int choice = pick(rng);
-    if (choice == 1 && !trace.tensors[t].swap_forbidden)
-      plan.decisions[t] = Decision::kSwap;
-    if (choice == 2 && !trace.tensors[t].recompute_forbidden) {
-      plan.decisions[t] = Decision::kRecompute;
-    }
-  }
-  const std::vector<int32_t> need = DeriveNeeds(trace, plan.decisions);
-  const std::vector<int32_t> run_start = BlockRunStarts(trace);
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (plan.decisions[t] != Decision::kSwap) continue;
-    const int32_t earliest = trace.tensors[t].last_forward_use + 1;
-    const int32_t latest = barriers ? run_start[need[t]] : need[t];
-    plan.prefetch_issue_op[t] =
-        std::uniform_int_distribution<int32_t>(earliest, latest)(rng);
-  }
-  return plan;
+  return SmallWorkloads(3, {"titan-x", "a100", "h100", "gh200"});
 }
 
 // Checks every invariant that ties the timeline to the metrics.

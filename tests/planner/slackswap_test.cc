@@ -1,0 +1,179 @@
+// The SlackSwap planner on small traces whose best plan is known by hand.
+#include "planner/slackswap.h"
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "planner/planner_proto.h"
+#include "simulator/event_model.h"
+#include "tests/simulator/test_traces.h"
+
+namespace slackswap {
+namespace {
+
+using ::slackswap::testing::ByteNanosecondLink;
+using ::slackswap::testing::TinyTrace;
+
+PlanningResult PlanOrDie(const Trace& trace, int64_t budget,
+                         const PlannerOptions& options = PlannerOptions(),
+                         const Hardware& hw = ByteNanosecondLink()) {
+  absl::StatusOr<PlanningResult> result =
+      PlanSlackSwap(trace, hw, budget, options);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : PlanningResult();
+}
+
+TEST(SlackSwapTest, OneSwapThatFitsTheLinkIsHiddenCompletely) {
+  // A (100 bytes, dear to rebuild) is produced first; op 1 gives its 100 ns
+  // offload 1000 ns, and the backward pass has 2000 ns before A is needed.
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(1000), t.Fwd(10), t.Bwd(1000), t.Bwd(1000), t.Bwd(10);
+  const int a = t.Tensor(100, 0, {5}, /*recompute_ns=*/500);
+  const int b = t.Tensor(10, 2, {3});
+  const Trace trace = t.Build();
+  // All keep peaks at 110 (op 2); the budget of 100 needs A gone by then.
+  const PlanningResult r = PlanOrDie(trace, 100);
+  ASSERT_TRUE(r.feasible) << r.reason;
+  EXPECT_EQ(r.plan.decisions[a], Decision::kSwap);
+  EXPECT_EQ(r.plan.decisions[b], Decision::kKeep);
+  EXPECT_EQ(r.replay.iteration_ns, trace.ideal_ns);
+  EXPECT_EQ(r.lower_bound.iteration_ns, trace.ideal_ns);
+  EXPECT_LE(r.replay.peak_resident_bytes, 100);
+}
+
+TEST(SlackSwapTest, ATensorThatCannotBeRecomputedIsSwapped) {
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(200), t.Fwd(10), t.Fwd(150), t.Bwd(500), t.Bwd(10),
+      t.Bwd(10);
+  const int data = t.Tensor(100, 0, {6});  // e.g. the input batch
+  t.proto.mutable_tensors(data)->set_recompute_forbidden(true);
+  const int later = t.Tensor(100, 2, {5}, 1);
+  const Trace trace = t.Build();
+  // At op 2 both cannot be resident under 120 bytes; the data cannot be
+  // rebuilt, so it must be offloaded (10..110, before op 2 starts at 210).
+  // Nor can both be resident at op 5, which reads `later`: the data's
+  // prefetch (100 ns) can only start when op 5 has freed it, a stall of at
+  // most 100 ns that no plan avoids.
+  const PlanningResult r = PlanOrDie(trace, 120);
+  ASSERT_TRUE(r.feasible) << r.reason;
+  EXPECT_EQ(r.plan.decisions[data], Decision::kSwap);
+  EXPECT_LE(r.replay.prefetch_wait_ns, 100);
+  EXPECT_LE(r.replay.peak_resident_bytes, 120);
+  EXPECT_GE(r.replay.iteration_ns, r.lower_bound.iteration_ns);
+  (void)later;
+}
+
+TEST(SlackSwapTest, CheapElementwiseBytesAreRecomputedBeforeMatmulOutputs) {
+  TinyTrace t;
+  t.Fwd(100), t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10), t.Bwd(100);
+  const int matmul_out = t.Tensor(100, 0, {1, 5}, /*recompute_ns=*/100);
+  const int elementwise_out =
+      t.Tensor(100, 1, {4}, /*recompute_ns=*/5, {matmul_out});
+  t.Tensor(100, 2, {3});
+  const Trace trace = t.Build();
+  PlannerOptions recompute_only;
+  recompute_only.link_budget_pass = false;
+  // All three are live at op 2 (300 bytes); 250 needs one of the first two
+  // dropped, and the elementwise output costs 20x less per byte.
+  const PlanningResult r = PlanOrDie(trace, 250, recompute_only);
+  ASSERT_TRUE(r.feasible) << r.reason;
+  EXPECT_EQ(r.plan.decisions[elementwise_out], Decision::kRecompute);
+  EXPECT_EQ(r.plan.decisions[matmul_out], Decision::kKeep);
+  EXPECT_EQ(r.replay.recompute_ns, 5);
+  EXPECT_EQ(r.replay.swapped_bytes, 0);
+}
+
+TEST(SlackSwapTest, FallsBackToRecomputingAWholeBlock) {
+  // Block 1 is a chain in -> a -> b -> c; block 2 reads c and makes a large d.
+  // At op 4 only a and b can go (c is read there), and both must (excess
+  // 190). Single-step rebuilds allow one of them (rebuilding a after b would
+  // chain), so the pass falls back to block 1: a and b are rebuilt from the
+  // kept block input; c, which block 2 reads, is kept.
+  TinyTrace t;
+  t.Fwd(10, 0), t.Fwd(10, 1), t.Fwd(10, 1), t.Fwd(10, 1), t.Fwd(10, 2);
+  t.Bwd(10, 2), t.Bwd(10, 1), t.Bwd(10, 1), t.Bwd(10, 1), t.Bwd(10, 0);
+  const int in = t.Tensor(10, 0, {1, 9});
+  t.proto.mutable_tensors(in)->set_recompute_forbidden(true);
+  const int a = t.Tensor(100, 1, {2, 8}, 1, {in});
+  const int b = t.Tensor(100, 2, {3, 7}, 1, {a});
+  const int c = t.Tensor(100, 3, {4, 6}, 1, {b});
+  t.Tensor(200, 4, {5});
+  const Trace trace = t.Build();
+  PlannerOptions recompute_only;
+  recompute_only.link_budget_pass = false;
+  const PlanningResult r = PlanOrDie(trace, 320, recompute_only);
+  ASSERT_TRUE(r.feasible) << r.reason;
+  EXPECT_GE(r.stats.blocks_recomputed, 1);
+  EXPECT_EQ(r.plan.decisions[in], Decision::kKeep);
+  EXPECT_EQ(r.plan.decisions[a], Decision::kRecompute);
+  EXPECT_EQ(r.plan.decisions[b], Decision::kRecompute);
+  EXPECT_EQ(r.plan.decisions[c], Decision::kKeep);
+  EXPECT_LE(r.replay.peak_resident_bytes, 320);
+}
+
+TEST(SlackSwapTest, FullBudgetGivesTheAllKeepIdealPlan) {
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10);
+  t.Tensor(100, 0, {1, 3}, 5);
+  t.Tensor(50, 1, {2}, 5, {0});
+  const Trace trace = t.Build();
+  const PlanningResult r = PlanOrDie(trace, AllKeepPeakBytes(trace));
+  ASSERT_TRUE(r.feasible);
+  for (Decision d : r.plan.decisions) EXPECT_EQ(d, Decision::kKeep);
+  EXPECT_EQ(r.replay.iteration_ns, trace.ideal_ns);
+  EXPECT_DOUBLE_EQ(r.GapToLowerBound(), 0);
+}
+
+TEST(SlackSwapTest, BudgetBelowOneOpsWorkingSetIsInfeasibleWithItsReason) {
+  TinyTrace t;
+  t.Fwd(10, 0, /*workspace_bytes=*/500), t.Bwd(10);
+  t.Tensor(100, 0, {1}, 5);
+  const PlanningResult r = PlanOrDie(t.Build(), 400);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_TRUE(absl::StrContains(r.reason, "op 0 needs 600 bytes")) << r.reason;
+  EXPECT_FALSE(r.lower_bound.feasible);
+  // The report says so too, and carries no over-budget plan.
+  EXPECT_LE(r.replay.peak_resident_bytes, 400);
+  const v1::PlanningReport report = PlanningReportToProto(t.Build(), r);
+  EXPECT_EQ(report.outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
+}
+
+TEST(SlackSwapTest, HostPinnedCapBoundsSwappedBytes) {
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(1000), t.Fwd(10), t.Bwd(1000), t.Bwd(1000), t.Bwd(10);
+  t.Tensor(100, 0, {5}, 500);
+  t.Tensor(10, 2, {3});
+  const Trace trace = t.Build();
+  Hardware hw = ByteNanosecondLink();
+  EXPECT_EQ(PlanOrDie(trace, 100, PlannerOptions(), hw).replay.swapped_bytes,
+            100);
+  hw.host_pinned_memory_bytes = 50;  // too small to hold the tensor
+  const PlanningResult capped = PlanOrDie(trace, 100, PlannerOptions(), hw);
+  ASSERT_TRUE(capped.feasible) << capped.reason;
+  EXPECT_EQ(capped.replay.swapped_bytes, 0);
+  EXPECT_EQ(capped.replay.recomputed_bytes, 100);
+}
+
+TEST(PlannerOptionsTest, RejectsBadOptionsNamingTheField) {
+  v1::PlannerOptions proto;
+  proto.set_guard_fraction(1.5);
+  absl::Status status = PlannerOptionsFromProto(proto).status();
+  EXPECT_TRUE(absl::StartsWith(status.message(), "options.guard_fraction"))
+      << status;
+  proto.Clear();
+  proto.set_max_repair_iterations(0);
+  status = PlannerOptionsFromProto(proto).status();
+  EXPECT_TRUE(
+      absl::StartsWith(status.message(), "options.max_repair_iterations"))
+      << status;
+  proto.Clear();
+  proto.set_ranking(static_cast<v1::SwapRanking>(42));
+  status = PlannerOptionsFromProto(proto).status();
+  EXPECT_TRUE(absl::StartsWith(status.message(), "options.ranking")) << status;
+  proto.Clear();
+  const PlannerOptions defaults = *PlannerOptionsFromProto(proto);
+  EXPECT_DOUBLE_EQ(defaults.guard_fraction, 0.05);
+  EXPECT_TRUE(defaults.link_budget_pass);
+}
+
+}  // namespace
+}  // namespace slackswap

@@ -129,8 +129,9 @@ TEST(SlackSwapPropertyTest, AblationsStillGiveValidPlans) {
       const PlanningResult r =
           *PlanSlackSwap(w.trace, w.hardware, budget, options);
       EXPECT_LE(r.replay.peak_resident_bytes, budget) << w.name;
-      if (!options.link_budget_pass)
+      if (!options.link_budget_pass) {
         EXPECT_EQ(r.replay.swapped_bytes, 0) << w.name;
+      }
     }
   }
 }

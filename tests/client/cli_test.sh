@@ -74,6 +74,26 @@ check "infeasible is exit 0" test "$(exit_code "$cli" simulate --trace "$work/t.
   --policy all-keep --budget 0.2)" = 0
 check "infeasible says why" grep -q "INFEASIBLE: op" "$work/out"
 
+# plan: a deterministic report, and a plan file that simulate replays to the
+# same metrics.
+"$cli" plan --trace "$work/t.pb" --budget 0.5 --json --plan_out "$work/sp.json" >"$work/r1.json"
+"$cli" plan --trace "$work/t.pb" --budget 0.5 --json >"$work/r2.json"
+check "plan report is deterministic" cmp -s "$work/r1.json" "$work/r2.json"
+check "plan outcome" test "$(json_get "$work/r1.json" "d['outcome']")" = PLAN_OUTCOME_PLANNED
+check "plan has a lower bound" test "$(json_get "$work/r1.json" "int(d['lower_bound_ns']) > 0")" = True
+"$cli" simulate --trace "$work/t.pb" --plan "$work/sp.json" --budget 0.5 --json >"$work/m3.json"
+check "planned metrics replay" test "$(/usr/bin/python3 -c "
+import json, sys
+print(json.load(open(sys.argv[1]))['metrics'] == json.load(open(sys.argv[2])))" \
+  "$work/r1.json" "$work/m3.json")" = True
+check "plan prints its lower bound" test "$(exit_code "$cli" plan --trace "$work/t.pb" --budget 0.6)" = 0
+check "plan text names the bound" grep -q "lower bound" "$work/out"
+check "plan infeasible is exit 0" test "$(exit_code "$cli" plan --trace "$work/t.pb" --budget 1MB)" = 0
+check "plan infeasible says why" grep -q "INFEASIBLE: op" "$work/out"
+check "bad ranking is a usage error" test "$(exit_code "$cli" plan --ranking random)" = 2
+check "bad guard names the field" test "$(exit_code "$cli" plan --guard 2)" = 2
+check "bad guard message" grep -q "options.guard_fraction" "$work/err"
+
 # An invalid trace names the field.
 /usr/bin/python3 - "$work/t.json" "$work/bad.json" <<'PY'
 import json, sys
@@ -84,6 +104,8 @@ PY
 check "invalid trace exits 1" test "$(exit_code "$cli" simulate --trace "$work/bad.json")" = 1
 check "invalid trace names the field" grep -q "trace.tensors\[3\].use_ops\[0\]" "$work/err"
 check "missing trace file" test "$(exit_code "$cli" simulate --trace "$work/nope.pb")" = 1
+check "plan rejects the invalid trace" test "$(exit_code "$cli" plan --trace "$work/bad.json")" = 1
+check "plan names the field" grep -q "trace.tensors\[3\].use_ops\[0\]" "$work/err"
 
 echo "$passed passed, $failed failed"
 test "$failed" = 0

@@ -1,0 +1,88 @@
+// Benchmarks of the SlackSwap planner: both passes plus validation and repair
+// (target: under 5 ms for GPT-2 XL, BERT-Large and Llama-7B at 30% and 50% of
+// peak), and its growth with trace size (GPT-2 XL with 1x to 50x the layers;
+// target: the 50x trace under 0.5 s, growth near n log n).
+// scripts/benchmarks.sh runs this and writes docs/benchmarks.md.
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <string>
+
+#include "planner/slackswap.h"
+#include "simulator/event_model.h"
+#include "simulator/proto_convert.h"
+#include "simulator/workload.h"
+
+namespace slackswap {
+namespace {
+
+struct Workload {
+  Trace trace;
+  Hardware hardware;
+  int64_t peak_bytes = 0;
+};
+
+// Generated once per (preset, layers) and kept for the process.
+const Workload& Get(const std::string& preset, int32_t layers = 0) {
+  static auto* cache =
+      new std::map<std::pair<std::string, int32_t>, Workload>();
+  auto it = cache->find({preset, layers});
+  if (it == cache->end()) {
+    Workload w;
+    w.hardware = *HardwarePreset("a100");
+    WorkloadSpec spec = *WorkloadPreset(preset);
+    if (layers > 0) spec.layers = layers;
+    w.trace = *TraceFromProto(*GenerateTrace(spec, w.hardware));
+    w.peak_bytes = AllKeepPeakBytes(w.trace);
+    it = cache->emplace(std::make_pair(preset, layers), std::move(w)).first;
+  }
+  return it->second;
+}
+
+void Plan(benchmark::State& state, const Workload& w, double fraction) {
+  const int64_t budget =
+      static_cast<int64_t>(fraction * static_cast<double>(w.peak_bytes));
+  for (auto _ : state) {
+    absl::StatusOr<PlanningResult> r =
+        PlanSlackSwap(w.trace, w.hardware, budget, PlannerOptions());
+    if (!r.ok() || !r->feasible) state.SkipWithError("no plan");
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["ops"] = w.trace.num_ops();
+  state.counters["tensors"] = w.trace.num_tensors();
+}
+
+void BM_PlanGpt2Xl50(benchmark::State& s) { Plan(s, Get("gpt2-xl"), 0.5); }
+void BM_PlanGpt2Xl30(benchmark::State& s) { Plan(s, Get("gpt2-xl"), 0.3); }
+void BM_PlanBertLarge50(benchmark::State& s) {
+  Plan(s, Get("bert-large"), 0.5);
+}
+void BM_PlanBertLarge30(benchmark::State& s) {
+  Plan(s, Get("bert-large"), 0.3);
+}
+void BM_PlanLlama7b50(benchmark::State& s) { Plan(s, Get("llama-7b"), 0.5); }
+void BM_PlanLlama7b30(benchmark::State& s) { Plan(s, Get("llama-7b"), 0.3); }
+BENCHMARK(BM_PlanGpt2Xl50)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanGpt2Xl30)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanBertLarge50)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanBertLarge30)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanLlama7b50)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanLlama7b30)->Unit(benchmark::kMillisecond);
+
+// GPT-2 XL with range(0) times its 48 layers, at 50% of peak.
+void BM_PlanScaling(benchmark::State& state) {
+  Plan(state, Get("gpt2-xl", static_cast<int32_t>(48 * state.range(0))), 0.5);
+}
+BENCHMARK(BM_PlanScaling)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(5)
+    ->Arg(10)
+    ->Arg(20)
+    ->Arg(50)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace slackswap
+
+BENCHMARK_MAIN();

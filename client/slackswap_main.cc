@@ -20,10 +20,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/chrome_trace.h"
 #include "planner/basic_plans.h"
+#include "planner/comparison.h"
 #include "planner/planner_proto.h"
 #include "planner/slackswap.h"
 #include "simulator/event_model.h"
@@ -74,6 +76,20 @@ ABSL_FLAG(std::string, ranking, "cost",
           "'production' order");
 ABSL_FLAG(bool, link_budget_pass, true,
           "plan: spend the link budget (false: recompute only)");
+ABSL_FLAG(std::string, planner, "slackswap",
+          "plan: the policy that plans (any name --policies accepts)");
+ABSL_FLAG(std::string, budgets, "0.3,0.5,0.7",
+          "compare: comma-separated budgets (as --budget)");
+ABSL_FLAG(std::string, policies,
+          "slackswap,vdnn,superneurons,swapadvisor,checkpointing",
+          "compare: comma-separated policies (ideal, slackswap, "
+          "slackswap-production-order, "
+          "slackswap-no-link-budget, slackswap-barriers, vdnn, superneurons, "
+          "swapadvisor, "
+          "checkpointing, genetic-search)");
+ABSL_FLAG(
+    int64_t, genetic_evaluations, 10000,
+    "compare, plan: plans the genetic search replays (the optimality check)");
 ABSL_FLAG(
     std::string, timeline, "",
     "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
@@ -95,8 +111,12 @@ Usage:
       Replay a plan in the event model and print its metrics.
   slackswap plan [--trace FILE | --preset P ...] [--hardware H] [--budget B]
                  [--guard G] [--ranking cost|production] [--link_budget_pass=false]
-                 [--barriers] [--json] [--plan_out FILE]
-      Plan with SlackSwap: decisions, predicted metrics, lower bound, planning time.
+                 [--barriers] [--planner POLICY] [--json] [--plan_out FILE]
+      Plan (with SlackSwap unless --planner names another policy): decisions,
+      predicted metrics, lower bound, planning time.
+  slackswap compare [--trace FILE | --preset P ...] [--hardware H] [--budgets B,B,...]
+                    [--policies P,P,...] [--genetic_evaluations N] [--json]
+      Every policy at every budget, one table.
   slackswap presets
       The hardware presets and each workload preset's calibration figures, as
       Markdown tables (docs/workloads.md is made from this output).
@@ -425,9 +445,15 @@ int PlanCommand() {
       PlannerOptionsFromProto(options_proto);
   if (!options.ok()) return ExitFor(options.status(), kUsageExit);
 
+  absl::StatusOr<Policy> policy = PolicyFromName(absl::GetFlag(FLAGS_planner));
+  if (!policy.ok()) return ExitFor(policy.status(), kUsageExit);
+  PolicyOptions policy_options;
+  policy_options.slackswap = *options;
+  policy_options.genetic_search.max_evaluations =
+      absl::GetFlag(FLAGS_genetic_evaluations);
   const absl::Time started = absl::Now();
-  absl::StatusOr<PlanningResult> result =
-      PlanSlackSwap(trace, inputs->hardware, *budget_bytes, *options);
+  absl::StatusOr<PlanningResult> result = RunPolicy(
+      *policy, trace, inputs->hardware, *budget_bytes, policy_options);
   const absl::Duration planning_time = absl::Now() - started;
   if (!result.ok()) return ExitFor(result.status(), kFailureExit);
   const v1::PlanningReport report = PlanningReportToProto(trace, *result);
@@ -451,7 +477,7 @@ int PlanCommand() {
                                  absl::ToDoubleMilliseconds(planning_time));
     return 0;
   }
-  PrintMetrics(trace, inputs->hardware, "slackswap", result->replay);
+  PrintMetrics(trace, inputs->hardware, PolicyName(*policy), result->replay);
   std::cout << absl::StrFormat(
       "lower bound  %s: the plan is within %.2f%% of any plan's iteration "
       "time\n"
@@ -462,6 +488,67 @@ int PlanCommand() {
       result->stats.swaps_admitted, result->stats.recomputes_marked,
       result->stats.blocks_recomputed, result->stats.repair_iterations,
       result->stats.repairs, absl::ToDoubleMilliseconds(planning_time));
+  return 0;
+}
+
+int CompareCommand() {
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(exit_code);
+  if (!inputs.ok()) return exit_code;
+  const Trace& trace = inputs->trace;
+  std::vector<int64_t> budgets;
+  for (absl::string_view text :
+       absl::StrSplit(absl::GetFlag(FLAGS_budgets), ',')) {
+    absl::StatusOr<v1::Budget> budget = ParseBudget(std::string(text));
+    if (!budget.ok()) return ExitFor(budget.status(), kUsageExit);
+    absl::StatusOr<int64_t> bytes = ResolveBudget(trace, *budget);
+    if (!bytes.ok()) return ExitFor(bytes.status(), kUsageExit);
+    budgets.push_back(*bytes);
+  }
+  std::vector<Policy> policies;
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
+    absl::StatusOr<Policy> policy = PolicyFromName(name);
+    if (!policy.ok()) return ExitFor(policy.status(), kUsageExit);
+    policies.push_back(*policy);
+  }
+  PolicyOptions options;
+  options.genetic_search.max_evaluations =
+      absl::GetFlag(FLAGS_genetic_evaluations);
+  absl::StatusOr<v1::Comparison> comparison =
+      Compare(trace, inputs->hardware, budgets, policies, options);
+  if (!comparison.ok()) return ExitFor(comparison.status(), kFailureExit);
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(*comparison) << "\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n\n",
+                               trace.name, inputs->hardware.name,
+                               Millis(comparison->ideal_ns()),
+                               Gigabytes(comparison->all_keep_peak_bytes()));
+  std::cout << absl::StrFormat("%-8s %-27s %9s %12s %10s %10s %9s %9s %9s\n",
+                               "budget", "policy", "% ideal", "iteration",
+                               "stall", "recompute", "swapped", "recomp.",
+                               "vs bound");
+  size_t i = 0;
+  for (const v1::ComparisonEntry& e : comparison->entries()) {
+    const v1::PlanningReport& r = e.report();
+    const v1::Metrics& m = r.metrics();
+    const std::string policy = PolicyName(policies[i++ % policies.size()]);
+    const std::string budget =
+        absl::StrFormat("%.0f%%", 100 * e.budget_fraction_of_peak());
+    if (r.outcome() != v1::PLAN_OUTCOME_PLANNED) {
+      std::cout << absl::StrFormat("%-8s %-27s %9s  %s\n", budget, policy, "-",
+                                   "infeasible: " + r.reason().substr(0, 60));
+      continue;
+    }
+    std::cout << absl::StrFormat(
+        "%-8s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%\n", budget, policy,
+        100 * m.throughput_ratio(), Millis(m.iteration_ns()),
+        Millis(m.prefetch_wait_ns() + m.memory_wait_ns() + m.barrier_wait_ns()),
+        Millis(m.recompute_ns()), Gigabytes(m.swapped_bytes()),
+        Gigabytes(m.recomputed_bytes()), 100 * r.gap_to_lower_bound());
+  }
   return 0;
 }
 
@@ -539,6 +626,7 @@ int main(int argc, char** argv) {
   if (command == "simulate") return slackswap::SimulateCommand();
   if (command == "presets") return slackswap::Presets();
   if (command == "plan") return slackswap::PlanCommand();
+  if (command == "compare") return slackswap::CompareCommand();
   if (command == "help") {
     std::cout << slackswap::kUsage << "\n";
     return 0;

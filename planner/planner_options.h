@@ -37,6 +37,7 @@ struct PlannerStats {
   int32_t blocks_recomputed = 0;  // by the block fallback
   int32_t repair_iterations = 0;  // replays in validation and repair
   int32_t repairs = 0;            // plan changes made by repair
+  int64_t plans_evaluated = 0;    // candidate plans replayed (genetic searches)
 };
 
 }  // namespace slackswap

@@ -65,4 +65,42 @@ v1::PlanningReport PlanningReportToProto(const Trace& trace,
   return report;
 }
 
+namespace {
+
+struct PolicyPair {
+  Policy policy;
+  v1::Policy proto;
+};
+
+constexpr PolicyPair kPolicies[] = {
+    {Policy::kIdeal, v1::POLICY_IDEAL},
+    {Policy::kSlackSwap, v1::POLICY_SLACKSWAP},
+    {Policy::kSlackSwapProductionOrder, v1::POLICY_SLACKSWAP_PRODUCTION_ORDER},
+    {Policy::kSlackSwapNoLinkBudget, v1::POLICY_SLACKSWAP_NO_LINK_BUDGET},
+    {Policy::kSlackSwapBarriers, v1::POLICY_SLACKSWAP_BARRIERS},
+    {Policy::kVdnn, v1::POLICY_VDNN},
+    {Policy::kSuperNeurons, v1::POLICY_SUPERNEURONS},
+    {Policy::kSwapAdvisor, v1::POLICY_SWAPADVISOR},
+    {Policy::kCheckpointing, v1::POLICY_CHECKPOINTING},
+    {Policy::kGeneticSearch, v1::POLICY_GENETIC_SEARCH},
+};
+
+}  // namespace
+
+v1::Policy PolicyToProto(Policy policy) {
+  for (const PolicyPair& p : kPolicies) {
+    if (p.policy == policy) return p.proto;
+  }
+  return v1::POLICY_UNSPECIFIED;
+}
+
+absl::StatusOr<Policy> PolicyFromProto(v1::Policy policy,
+                                       absl::string_view field) {
+  for (const PolicyPair& p : kPolicies) {
+    if (p.proto == policy) return p.policy;
+  }
+  return InvalidField(field,
+                      "must be a known policy other than POLICY_UNSPECIFIED");
+}
+
 }  // namespace slackswap

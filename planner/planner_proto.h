@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/planner_options.h"
+#include "planner/policies.h"
 #include "planner/slackswap.h"
 #include "slackswap/v1/planning.pb.h"
 
@@ -19,6 +20,11 @@ absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
 // lower bound, statistics).
 v1::PlanningReport PlanningReportToProto(const Trace& trace,
                                          const PlanningResult& result);
+
+v1::Policy PolicyToProto(Policy policy);
+// INVALID_ARGUMENT naming `field` for POLICY_UNSPECIFIED or unknown values.
+absl::StatusOr<Policy> PolicyFromProto(v1::Policy policy,
+                                       absl::string_view field);
 
 }  // namespace slackswap
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "planner/blocks.h"
 #include "planner/link_budget_pass.h"
 
 namespace slackswap {
@@ -30,25 +31,7 @@ RecomputePass::RecomputePass(const Trace& trace, PlanDraft& draft)
   for (size_t i = 0; i < alive_next_.size(); ++i)
     alive_next_[i] = static_cast<int32_t>(i);
 
-  // Block bodies: tensors produced in a forward block and read by no forward
-  // op of another block.
-  int32_t max_block = 0;
-  for (const Op& op : trace.ops)
-    max_block = std::max(max_block, op.block_index);
-  block_body_.resize(static_cast<size_t>(max_block) + 1);
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    const Tensor& tensor = trace.tensors[t];
-    if (tensor.recompute_forbidden) continue;
-    const int32_t block = trace.ops[tensor.producer_op].block_index;
-    bool read_elsewhere = false;
-    for (int32_t u : trace.uses.Row(t)) {
-      if (trace.ops[u].phase == Phase::kForward &&
-          trace.ops[u].block_index != block) {
-        read_elsewhere = true;
-      }
-    }
-    if (!read_elsewhere) block_body_[block].push_back(t);
-  }
+  block_body_ = BlockBodies(trace);
 }
 
 int32_t RecomputePass::FindAlive(int32_t i) {

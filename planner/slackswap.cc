@@ -128,6 +128,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
                                              const PlannerOptions& options) {
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
   PlanningResult result;
+  result.per_layer_barriers = options.per_layer_barriers;
   result.lower_bound = ComputeLowerBound(trace, hardware, budget_bytes);
   SimulationOptions sim;
   sim.budget_bytes = budget_bytes;

@@ -47,6 +47,8 @@ struct PlanningResult {
   SimulationResult replay;
   LowerBound lower_bound;
   PlannerStats stats;
+  // The replay used per-layer barriers (the policy's runtime has them).
+  bool per_layer_barriers = false;
 
   // (replay - bound) / bound, or 0 when infeasible.
   double GapToLowerBound() const;

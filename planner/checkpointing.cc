@@ -1,0 +1,41 @@
+#include "planner/checkpointing.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "planner/blocks.h"
+#include "planner/judge.h"
+#include "planner/plan_draft.h"
+
+namespace slackswap {
+
+PlanningResult PlanCheckpointing(const Trace& trace, const Hardware& hardware,
+                                 int64_t budget_bytes) {
+  const LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
+  if (!bound.feasible)
+    return ProvenInfeasible(trace, hardware, budget_bytes, bound);
+  const IdealTimeline timeline(trace);
+  PlanDraft draft(trace, timeline);
+  const std::vector<std::vector<int32_t>> bodies = BlockBodies(trace);
+  std::vector<int64_t> body_bytes(bodies.size(), 0);
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    for (int32_t t : bodies[b]) body_bytes[b] += trace.tensors[t].size_bytes;
+  }
+  std::vector<int32_t> order(bodies.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return body_bytes[a] > body_bytes[b];
+  });
+  for (int32_t b : order) {
+    if (draft.PeakBytes() <= budget_bytes || body_bytes[b] == 0) break;
+    for (int32_t t : bodies[b]) draft.SetRecompute(t);
+  }
+  PlanningResult result =
+      Judge(trace, hardware, budget_bytes, draft.plan(), false, bound);
+  if (!result.feasible && draft.PeakBytes() > budget_bytes) {
+    result.reason = "below the floor of block checkpointing: " + result.reason;
+  }
+  return result;
+}
+
+}  // namespace slackswap

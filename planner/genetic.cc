@@ -1,0 +1,230 @@
+#include "planner/genetic.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <thread>
+
+namespace slackswap {
+namespace {
+
+struct Fitness {
+  bool feasible = false;
+  int64_t time_ns = 0;  // iteration, or how far an infeasible replay got
+
+  bool BetterThan(const Fitness& other) const {
+    if (feasible != other.feasible) return feasible;
+    return feasible ? time_ns < other.time_ns : time_ns > other.time_ns;
+  }
+};
+
+struct Individual {
+  Plan plan;
+  Fitness fitness;
+  SimulationResult replay;
+};
+
+class Search {
+ public:
+  Search(const Trace& trace, const Hardware& hardware, int64_t budget,
+         const GeneticOptions& options)
+      : trace_(trace),
+        hw_(hardware),
+        options_(options),
+        run_start_(BlockRunStarts(trace)),
+        rng_(options.seed) {
+    sim_.budget_bytes = budget;
+    sim_.per_layer_barriers = options.per_layer_barriers;
+    for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+      if (trace.tensors[t].size_bytes > 0) mutable_.push_back(t);
+    }
+  }
+
+  GeneticResult Run(const std::vector<Plan>& seeds);
+
+ private:
+  // Makes `plan` valid: allowed decisions and issue points inside their window.
+  void Normalize(Plan& plan) const;
+  void Evaluate(std::vector<Individual>& batch);
+  Plan Breed(const std::vector<Individual>& pool);
+  void Mutate(Plan& plan);
+  const Individual& Tournament(const std::vector<Individual>& pool);
+
+  const Trace& trace_;
+  const Hardware& hw_;
+  const GeneticOptions& options_;
+  const std::vector<int32_t> run_start_;
+  SimulationOptions sim_;
+  std::vector<int32_t> mutable_;
+  std::mt19937_64 rng_;
+  int64_t evaluations_ = 0;
+};
+
+void Search::Normalize(Plan& plan) const {
+  int64_t swapped = 0;
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+    const Tensor& tensor = trace_.tensors[t];
+    Decision& d = plan.decisions[t];
+    if (d == Decision::kSwap && tensor.swap_forbidden) d = Decision::kKeep;
+    if (d == Decision::kRecompute &&
+        (tensor.recompute_forbidden || !options_.allow_recompute)) {
+      d = Decision::kKeep;
+    }
+    if (d == Decision::kSwap) {
+      swapped += tensor.size_bytes;
+      if (hw_.host_pinned_memory_bytes > 0 &&
+          swapped > hw_.host_pinned_memory_bytes) {
+        d = Decision::kKeep;
+        swapped -= tensor.size_bytes;
+      }
+    }
+  }
+  const std::vector<int32_t> need = DeriveNeeds(trace_, plan.decisions);
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+    if (plan.decisions[t] != Decision::kSwap) {
+      plan.prefetch_issue_op[t] = 0;
+      continue;
+    }
+    const int32_t earliest = trace_.tensors[t].last_forward_use + 1;
+    const int32_t latest =
+        options_.per_layer_barriers ? run_start_[need[t]] : need[t];
+    plan.prefetch_issue_op[t] =
+        std::clamp(plan.prefetch_issue_op[t], earliest, latest);
+  }
+}
+
+void Search::Evaluate(std::vector<Individual>& batch) {
+  auto work = [&](size_t begin, size_t step) {
+    for (size_t i = begin; i < batch.size(); i += step) {
+      Individual& ind = batch[i];
+      ind.replay = SimulateSchedule(trace_, hw_, ind.plan,
+                                    DeriveSchedule(trace_, ind.plan), sim_);
+      ind.fitness = {ind.replay.feasible, ind.replay.iteration_ns};
+    }
+  };
+  const size_t threads =
+      std::max<size_t>(1, std::min<size_t>(options_.threads, batch.size()));
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < threads; ++k) pool.emplace_back(work, k, threads);
+  work(0, threads);
+  for (std::thread& t : pool) t.join();
+  evaluations_ += static_cast<int64_t>(batch.size());
+}
+
+const Individual& Search::Tournament(const std::vector<Individual>& pool) {
+  std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+  const Individual* best = &pool[pick(rng_)];
+  for (int i = 0; i < 2; ++i) {
+    const Individual& other = pool[pick(rng_)];
+    if (other.fitness.BetterThan(best->fitness)) best = &other;
+  }
+  return *best;
+}
+
+void Search::Mutate(Plan& plan) {
+  if (mutable_.empty()) return;
+  std::uniform_int_distribution<size_t> pick(0, mutable_.size() - 1);
+  std::geometric_distribution<int> count(0.5);
+  const int changes = 1 + count(rng_);
+  for (int c = 0; c < changes; ++c) {
+    const int32_t t = mutable_[pick(rng_)];
+    const uint64_t roll = rng_() % 4;
+    if (plan.decisions[t] == Decision::kSwap && roll == 0) {
+      // Move the prefetch: up to 16 ops either way (clamped by Normalize).
+      plan.prefetch_issue_op[t] += static_cast<int32_t>(rng_() % 33) - 16;
+      continue;
+    }
+    const Decision choices[] = {Decision::kKeep, Decision::kSwap,
+                                Decision::kRecompute};
+    const int n = options_.allow_recompute ? 3 : 2;
+    Decision d = choices[rng_() % n];
+    if (d == plan.decisions[t]) d = choices[(static_cast<int>(d) + 1) % n];
+    plan.decisions[t] = d;
+    if (d == Decision::kSwap) {
+      // A fresh swap is prefetched a few ops before its first backward use.
+      plan.prefetch_issue_op[t] = trace_.tensors[t].first_backward_use -
+                                  static_cast<int32_t>(rng_() % 17);
+    }
+  }
+}
+
+Plan Search::Breed(const std::vector<Individual>& pool) {
+  const Individual& a = Tournament(pool);
+  const Individual& b = Tournament(pool);
+  Plan child = a.plan;
+  if (&a != &b && rng_() % 2 == 0) {
+    // One-point crossover in tensor order keeps neighbouring decisions (a
+    // layer's tensors) together.
+    const size_t cut = rng_() % child.decisions.size();
+    for (size_t t = cut; t < child.decisions.size(); ++t) {
+      child.decisions[t] = b.plan.decisions[t];
+      child.prefetch_issue_op[t] = b.plan.prefetch_issue_op[t];
+    }
+  }
+  Mutate(child);
+  Normalize(child);
+  return child;
+}
+
+GeneticResult Search::Run(const std::vector<Plan>& seeds) {
+  const size_t population =
+      static_cast<size_t>(std::max(options_.population, 2));
+  std::vector<Individual> pool;
+  for (const Plan& seed : seeds) {
+    Individual ind;
+    ind.plan = seed;
+    pool.push_back(std::move(ind));
+  }
+  // Fill the first generation with mutants of the seeds.
+  for (size_t i = 0; pool.size() < population; ++i) {
+    Individual ind;
+    ind.plan = seeds[i % seeds.size()];
+    Mutate(ind.plan);
+    Normalize(ind.plan);
+    pool.push_back(std::move(ind));
+  }
+  Evaluate(pool);
+  GeneticResult result;
+  while (evaluations_ < options_.max_evaluations) {
+    if (options_.should_stop && options_.should_stop()) {
+      result.stopped = true;
+      break;
+    }
+    const int64_t room = options_.max_evaluations - evaluations_;
+    std::vector<Individual> children(
+        std::min<int64_t>(static_cast<int64_t>(population), room));
+    for (Individual& child : children) child.plan = Breed(pool);
+    Evaluate(children);
+    for (Individual& child : children) pool.push_back(std::move(child));
+    // Keep the best `population`; ties keep the earlier (older) individual.
+    std::vector<size_t> order(pool.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return pool[x].fitness.BetterThan(pool[y].fitness);
+    });
+    std::vector<Individual> next;
+    for (size_t i = 0; i < population && i < order.size(); ++i) {
+      next.push_back(std::move(pool[order[i]]));
+    }
+    pool = std::move(next);
+  }
+  const auto best = std::min_element(
+      pool.begin(), pool.end(), [](const Individual& x, const Individual& y) {
+        return x.fitness.BetterThan(y.fitness);
+      });
+  result.best = best->plan;
+  result.replay = best->replay;
+  result.evaluations = evaluations_;
+  return result;
+}
+
+}  // namespace
+
+GeneticResult RunGenetic(const Trace& trace, const Hardware& hardware,
+                         int64_t budget_bytes, const std::vector<Plan>& seeds,
+                         const GeneticOptions& options) {
+  Search search(trace, hardware, budget_bytes, options);
+  return search.Run(seeds);
+}
+
+}  // namespace slackswap

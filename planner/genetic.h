@@ -1,0 +1,54 @@
+// File: genetic.h
+//
+// A genetic algorithm over plans, shared by the SwapAdvisor baseline (keep or
+// swap only) and the optimality check (keep, swap or recompute). A genome is a
+// plan: a decision per tensor and an issue point per swap. Fitness is the
+// plan's replay in the event model: a completed replay by its iteration time,
+// any infeasible one worse than every completed one (and, among infeasible
+// ones, the one that got further is better).
+//
+// (mu + lambda) selection with the parents kept in the pool: the best plan
+// never gets worse than the best seed. Children are bred one after another
+// from a seeded mt19937_64, then replayed in parallel on `threads` threads;
+// the result depends on the seed only, not on the thread count.
+#ifndef SLACKSWAP_PLANNER_GENETIC_H_
+#define SLACKSWAP_PLANNER_GENETIC_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "simulator/event_model.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+
+struct GeneticOptions {
+  // Replays in all, seeds included (at least the population).
+  int64_t max_evaluations = 10000;
+  int32_t population = 48;
+  uint64_t seed = 1;
+  int32_t threads = 2;
+  bool allow_recompute = true;
+  bool per_layer_barriers = false;
+  // Checked between generations; true stops the search (deadlines, cancel).
+  std::function<bool()> should_stop;
+};
+
+struct GeneticResult {
+  Plan best;
+  SimulationResult replay;  // of `best`
+  int64_t evaluations = 0;
+  bool stopped = false;  // should_stop ended it early
+};
+
+// `seeds` must be valid plans for the trace (ValidatePlan); at least one.
+GeneticResult RunGenetic(const Trace& trace, const Hardware& hardware,
+                         int64_t budget_bytes, const std::vector<Plan>& seeds,
+                         const GeneticOptions& options);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_GENETIC_H_

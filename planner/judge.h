@@ -1,0 +1,35 @@
+// File: judge.h
+//
+// Judging a finished plan: replay it in the event model under the budget and
+// attach the lower bound. Every policy returns its plan through Judge, so all
+// of them are measured by the same physics with no policy-specific factors.
+#ifndef SLACKSWAP_PLANNER_JUDGE_H_
+#define SLACKSWAP_PLANNER_JUDGE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "planner/slackswap.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+
+// Replays `plan` (which must be valid for the trace, hardware and barrier
+// setting) and fills a result: feasible iff the replay completed; otherwise
+// `reason` is the replay's. `lower_bound` must come from ComputeLowerBound for
+// the same inputs.
+PlanningResult Judge(const Trace& trace, const Hardware& hardware,
+                     int64_t budget_bytes, const Plan& plan,
+                     bool per_layer_barriers, const LowerBound& lower_bound);
+
+// The result for a budget the lower bound proves infeasible: the all-keep
+// plan, its (infeasible) replay, and the bound's reason.
+PlanningResult ProvenInfeasible(const Trace& trace, const Hardware& hardware,
+                                int64_t budget_bytes,
+                                const LowerBound& lower_bound);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_JUDGE_H_

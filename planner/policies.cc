@@ -1,0 +1,118 @@
+#include "planner/policies.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "planner/basic_plans.h"
+#include "planner/checkpointing.h"
+#include "planner/genetic_search.h"
+#include "planner/judge.h"
+#include "planner/superneurons.h"
+#include "planner/swapadvisor.h"
+#include "planner/vdnn.h"
+#include "simulator/status_macros.h"
+
+namespace slackswap {
+
+const std::vector<Policy>& AllPolicies() {
+  static const auto* all =
+      new std::vector<Policy>{Policy::kIdeal,
+                              Policy::kSlackSwap,
+                              Policy::kSlackSwapProductionOrder,
+                              Policy::kSlackSwapNoLinkBudget,
+                              Policy::kSlackSwapBarriers,
+                              Policy::kVdnn,
+                              Policy::kSuperNeurons,
+                              Policy::kSwapAdvisor,
+                              Policy::kCheckpointing,
+                              Policy::kGeneticSearch};
+  return *all;
+}
+
+const std::vector<Policy>& BaselinePolicies() {
+  static const auto* baselines =
+      new std::vector<Policy>{Policy::kVdnn, Policy::kSuperNeurons,
+                              Policy::kSwapAdvisor, Policy::kCheckpointing};
+  return *baselines;
+}
+
+const char* PolicyName(Policy policy) {
+  switch (policy) {
+    case Policy::kIdeal:
+      return "ideal";
+    case Policy::kSlackSwap:
+      return "slackswap";
+    case Policy::kSlackSwapProductionOrder:
+      return "slackswap-production-order";
+    case Policy::kSlackSwapNoLinkBudget:
+      return "slackswap-no-link-budget";
+    case Policy::kSlackSwapBarriers:
+      return "slackswap-barriers";
+    case Policy::kVdnn:
+      return "vdnn";
+    case Policy::kSuperNeurons:
+      return "superneurons";
+    case Policy::kSwapAdvisor:
+      return "swapadvisor";
+    case Policy::kCheckpointing:
+      return "checkpointing";
+    case Policy::kGeneticSearch:
+      return "genetic-search";
+  }
+  return "";
+}
+
+absl::StatusOr<Policy> PolicyFromName(absl::string_view name) {
+  std::vector<std::string> names;
+  for (Policy p : AllPolicies()) {
+    if (name == PolicyName(p)) return p;
+    names.push_back(PolicyName(p));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown policy; valid: ", absl::StrJoin(names, ", ")));
+}
+
+absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
+                                         const Hardware& hardware,
+                                         int64_t budget_bytes,
+                                         const PolicyOptions& options) {
+  PlannerOptions slackswap = options.slackswap;
+  switch (policy) {
+    case Policy::kIdeal: {
+      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+      LowerBound bound;
+      bound.iteration_ns = trace.ideal_ns;
+      return Judge(trace, hardware, kUnlimitedBytes, IdealPlan(trace), false,
+                   bound);
+    }
+    case Policy::kSlackSwap:
+      return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
+    case Policy::kSlackSwapProductionOrder:
+      slackswap.ranking = SwapRanking::kProductionOrder;
+      return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
+    case Policy::kSlackSwapNoLinkBudget:
+      slackswap.link_budget_pass = false;
+      return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
+    case Policy::kSlackSwapBarriers:
+      slackswap.per_layer_barriers = true;
+      return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
+    case Policy::kVdnn:
+      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+      return PlanVdnn(trace, hardware, budget_bytes);
+    case Policy::kSuperNeurons:
+      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+      return PlanSuperNeurons(trace, hardware, budget_bytes);
+    case Policy::kSwapAdvisor:
+      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+      return PlanSwapAdvisor(trace, hardware, budget_bytes,
+                             options.swapadvisor);
+    case Policy::kCheckpointing:
+      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+      return PlanCheckpointing(trace, hardware, budget_bytes);
+    case Policy::kGeneticSearch:
+      return PlanGeneticSearch(trace, hardware, budget_bytes,
+                               options.genetic_search);
+  }
+  return absl::InternalError("unknown policy");
+}
+
+}  // namespace slackswap

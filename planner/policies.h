@@ -1,0 +1,63 @@
+// File: policies.h
+//
+// Every planning policy behind one call, for comparisons: the Ideal reference
+// (all keep, unlimited memory), SlackSwap and its three ablations, the four
+// baselines, and the genetic search.
+#ifndef SLACKSWAP_PLANNER_POLICIES_H_
+#define SLACKSWAP_PLANNER_POLICIES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "planner/genetic.h"
+#include "planner/slackswap.h"
+
+namespace slackswap {
+
+enum class Policy {
+  kIdeal,
+  kSlackSwap,
+  kSlackSwapProductionOrder,  // ablation: rank swaps by production order
+  kSlackSwapNoLinkBudget,     // ablation: recompute only
+  kSlackSwapBarriers,         // ablation: per-layer barriers
+  kVdnn,
+  kSuperNeurons,
+  kSwapAdvisor,
+  kCheckpointing,
+  kGeneticSearch,
+};
+
+// Stable lower-case names ("slackswap", "vdnn", "superneurons",
+// "swapadvisor", "checkpointing", "genetic-search", "ideal",
+// "slackswap-production-order", "slackswap-no-link-budget",
+// "slackswap-barriers").
+const char* PolicyName(Policy policy);
+absl::StatusOr<Policy> PolicyFromName(absl::string_view name);
+const std::vector<Policy>& AllPolicies();
+// The four baselines of the paper.
+const std::vector<Policy>& BaselinePolicies();
+
+struct PolicyOptions {
+  PlannerOptions slackswap;
+  // SwapAdvisor's search: smaller than the optimality check's by default.
+  GeneticOptions swapadvisor = [] {
+    GeneticOptions o;
+    o.max_evaluations = 4000;
+    return o;
+  }();
+  GeneticOptions genetic_search;
+};
+
+// Runs `policy`. The Ideal policy ignores the budget (memory unlimited). The
+// result's replay used result.per_layer_barriers.
+absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
+                                         const Hardware& hardware,
+                                         int64_t budget_bytes,
+                                         const PolicyOptions& options);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_POLICIES_H_

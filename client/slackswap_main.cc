@@ -68,7 +68,7 @@ ABSL_FLAG(std::string, plan_out, "",
 ABSL_FLAG(bool, barriers, false,
           "simulate, plan: vDNN-style per-layer barriers");
 ABSL_FLAG(bool, json, false, "simulate, plan: print the result as JSON");
-ABSL_FLAG(double, guard, 0.05,
+ABSL_FLAG(double, guard, slackswap::PlannerOptions().guard_fraction,
           "plan: offloads must finish by (1 - guard) of the forward time, in "
           "[0, 0.9]");
 ABSL_FLAG(std::string, ranking, "cost",

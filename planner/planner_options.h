@@ -19,9 +19,9 @@ enum class SwapRanking {
 struct PlannerOptions {
   // Offloads admitted by the link-budget pass must finish by
   // (1 - guard_fraction) * the forward time of the ideal timeline. The guard
-  // absorbs per-transfer latency and the offloads that rebuilds and prefetches
-  // push back. 5% by default.
-  double guard_fraction = 0.05;
+  // absorbs what the ideal timeline ignores (rebuilds, prefetches and stalls
+  // shifting the forward pass). 1% by default (docs/planner.md).
+  double guard_fraction = 0.01;
   SwapRanking ranking = SwapRanking::kRecomputeCostPerByte;
   // Off: no swaps at all, recomputation only (the ablation).
   bool link_budget_pass = true;

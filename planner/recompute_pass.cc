@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 
-#include "planner/blocks.h"
 #include "planner/link_budget_pass.h"
 
 namespace slackswap {
@@ -31,7 +30,15 @@ RecomputePass::RecomputePass(const Trace& trace, PlanDraft& draft)
   for (size_t i = 0; i < alive_next_.size(); ++i)
     alive_next_[i] = static_cast<int32_t>(i);
 
-  block_body_ = BlockBodies(trace);
+  int32_t max_block = 0;
+  for (const Op& op : trace.ops)
+    max_block = std::max(max_block, op.block_index);
+  block_tensors_.resize(static_cast<size_t>(max_block) + 1);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (trace.tensors[t].recompute_forbidden) continue;
+    block_tensors_[trace.ops[trace.tensors[t].producer_op].block_index]
+        .push_back(t);
+  }
 }
 
 int32_t RecomputePass::FindAlive(int32_t i) {
@@ -49,11 +56,20 @@ bool RecomputePass::Eligible(int32_t t, int32_t op) const {
   const Tensor& tensor = trace_.tensors[t];
   if (draft_.decision(t) != Decision::kKeep) return false;
   if (!(tensor.last_forward_use < op && op < draft_.need(t))) return false;
+  // Rebuild chains stay inside a block: a chain through a block's input would
+  // rebuild the blocks before it too.
+  const int32_t block = trace_.ops[tensor.producer_op].block_index;
+  auto other_block = [&](int32_t u) {
+    return trace_.ops[trace_.tensors[u].producer_op].block_index != block;
+  };
   for (int32_t input : trace_.recompute_inputs.Row(t)) {
-    if (draft_.decision(input) == Decision::kRecompute) return false;
+    if (draft_.decision(input) == Decision::kRecompute && other_block(input))
+      return false;
   }
   for (int32_t dependent : trace_.recompute_dependents.Row(t)) {
-    if (draft_.decision(dependent) == Decision::kRecompute) return false;
+    if (draft_.decision(dependent) == Decision::kRecompute &&
+        other_block(dependent))
+      return false;
   }
   return true;
 }
@@ -87,9 +103,9 @@ int32_t RecomputePass::BestTensor(int32_t op, int64_t excess_bytes) {
 bool RecomputePass::RecomputeBlock(int32_t op, PlannerStats& stats) {
   int32_t best_block = -1;
   double best_score = 0;
-  for (size_t b = 0; b < block_body_.size(); ++b) {
+  for (size_t b = 0; b < block_tensors_.size(); ++b) {
     int64_t cost = 0, freed = 0;
-    for (int32_t t : block_body_[b]) {
+    for (int32_t t : block_tensors_[b]) {
       if (draft_.decision(t) != Decision::kKeep) continue;
       cost += trace_.tensors[t].recompute_ns;
       const Tensor& tensor = trace_.tensors[t];
@@ -104,12 +120,20 @@ bool RecomputePass::RecomputeBlock(int32_t op, PlannerStats& stats) {
     }
   }
   if (best_block < 0) return false;
-  for (int32_t t : block_body_[best_block]) {
+  const int64_t peak_before = draft_.PeakBytes();
+  std::vector<int32_t> changed;
+  for (int32_t t : block_tensors_[best_block]) {
     if (draft_.decision(t) == Decision::kKeep) {
       draft_.SetRecompute(t);
-      ++stats.recomputes_marked;
+      changed.push_back(t);
     }
   }
+  if (draft_.PeakBytes() >= peak_before) {
+    // The block's rebuilds land on the peak (or make a new one): undo.
+    for (int32_t t : changed) draft_.SetKeep(t);
+    return false;
+  }
+  stats.recomputes_marked += static_cast<int32_t>(changed.size());
   ++stats.blocks_recomputed;
   return true;
 }

@@ -5,14 +5,16 @@
 // at the peak with the lowest recompute cost per byte of excess removed
 // (cost / min(size, excess)). A tensor is eligible when it is kept, may be
 // recomputed, is resident at the peak only because it is kept (its last
-// forward use is before the peak and its need after it), and its rebuild is a
-// single step: none of its recompute inputs and none of its recomputed
-// dependents is recomputed. When no tensor is eligible, it falls back to
-// recomputing a whole block: every recomputable tensor produced by one forward
-// block, except the block's outputs that later blocks read (the next block's
-// input stays kept or swapped); rebuilds inside the block then chain from the
-// block input. It picks the block with the lowest recompute time per byte
-// freed at the peak.
+// forward use is before the peak and its need after it), and its rebuild
+// chain stays inside its block: no recompute input and no recomputed
+// dependent in another block is recomputed (a chain through a block's input
+// would rebuild the blocks before it as well).
+//
+// When no tensor is eligible, it falls back to recomputing a whole block:
+// every recomputable tensor one forward block produces, its outputs included,
+// rebuilt from the block's input. It picks the block with the lowest
+// recompute time per byte freed at the peak, and keeps the change only if the
+// peak falls.
 #ifndef SLACKSWAP_PLANNER_RECOMPUTE_PASS_H_
 #define SLACKSWAP_PLANNER_RECOMPUTE_PASS_H_
 
@@ -51,9 +53,8 @@ class RecomputePass {
   // (union-find with path compression).
   std::vector<int32_t> by_cost_per_byte_;
   std::vector<int32_t> alive_next_;
-  // Forward blocks: block index -> tensors it produces that later blocks do
-  // not read (its body).
-  std::vector<std::vector<int32_t>> block_body_;
+  // Block index -> recomputable tensors its forward ops produce.
+  std::vector<std::vector<int32_t>> block_tensors_;
 };
 
 }  // namespace slackswap

@@ -62,6 +62,18 @@ class TraceBuilder {
     return trace_.tensors_size() - 1;
   }
 
+  // Adds a dropout mask (one byte per element) produced by `producer`. Its
+  // rebuild regenerates it from the saved random-number state: it writes the
+  // mask once and reads nothing, so it costs far less than rerunning the
+  // dropout op.
+  int32_t Mask(std::string name, double size_bytes, int32_t producer) {
+    const int32_t t =
+        Saved(std::move(name), size_bytes, producer, {}, {}, {producer});
+    trace_.mutable_tensors(t)->set_recompute_duration_ns(
+        Roofline(size_bytes, size_bytes));
+    return t;
+  }
+
   // Adds a forward read of `tensor` by a later operator.
   void Read(int32_t tensor, int32_t op) {
     trace_.mutable_tensors(tensor)->add_use_ops(op);
@@ -177,8 +189,8 @@ AttentionOut AddAttention(TraceBuilder& b, const WorkloadSpec& spec,
       b.Forward(prefix + "attention_dropout", v1::OP_KIND_DROPOUT, block,
                 T * a * s, 2 * scores + masks);
   b.Read(probs, drop_op);
-  const int32_t mask = b.Saved(prefix + "attention_dropout_mask", masks,
-                               drop_op, {}, {}, {drop_op});
+  const int32_t mask =
+      b.Mask(prefix + "attention_dropout_mask", masks, drop_op);
   const int32_t dropped = b.Saved(prefix + "attention_probs", scores, drop_op,
                                   {}, {probs, mask}, {drop_op});
   const int32_t av = b.Forward(prefix + "attention_values", v1::OP_KIND_MATMUL,
@@ -237,8 +249,7 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
     const int32_t drop = b.Forward(p + "dropout1_residual", v1::OP_KIND_DROPOUT,
                                    block, 2 * T * h, (3 * e + 1) * T * h);
     b.Read(x, drop);
-    const int32_t mask =
-        b.Saved(p + "dropout1_mask", T * h, drop, {}, {}, {drop});
+    const int32_t mask = b.Mask(p + "dropout1_mask", T * h, drop);
     b.Backward(drop, {mask}, e * T * h);
     x2 = b.Saved(p + "residual1_out", e * T * h, drop, {},
                  {attn.output, mask, x}, {proj, drop});
@@ -299,8 +310,7 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
   const int32_t drop = b.Forward(p + "dropout2_residual", v1::OP_KIND_DROPOUT,
                                  block, 2 * T * h, (3 * e + 1) * T * h);
   b.Read(x2, drop);
-  const int32_t mask =
-      b.Saved(p + "dropout2_mask", T * h, drop, {}, {}, {drop});
+  const int32_t mask = b.Mask(p + "dropout2_mask", T * h, drop);
   b.Backward(drop, {mask}, e * T * h);
   return b.Saved(p + "out", e * T * h, drop, {}, {down_in, mask, x2},
                  {fc2, drop});

@@ -78,9 +78,11 @@ TEST(WorkloadCalibrationTest, Vgg16IsFullyHideableOnATitanXButNotOnAnA100) {
 
 TEST(WorkloadCalibrationTest, RecomputeCostsPerByteOnA100) {
   // Tensors rebuilt by their producer alone cost 1-11 ps per byte (SPEC
-  // section 5). A layer's residual outputs also rerun the matmul before them
-  // (its output is not saved): dearer, but still below an exposed PCIe 4.0
-  // copy at 40 ps per byte.
+  // section 5). Dropout masks are regenerated from the saved random state,
+  // one byte written per element: cheaper, but not below the paper's
+  // cheapest rebuild (87x less than a 40 ps/B exposed copy, 0.46 ps/B). A
+  // layer's residual outputs also rerun the matmul before them (its output is
+  // not saved): dearer, but still below an exposed PCIe 4.0 copy at 40 ps/B.
   const v1::Trace trace = Generate(Preset("gpt2-xl"), "a100");
   int checked = 0;
   for (const v1::Tensor& t : trace.tensors()) {
@@ -92,6 +94,9 @@ TEST(WorkloadCalibrationTest, RecomputeCostsPerByteOnA100) {
                           absl::EndsWith(t.name(), ".out");
     if (residual) {
       EXPECT_LT(ps_per_byte, 40) << t.name();
+    } else if (absl::EndsWith(t.name(), "_mask")) {
+      EXPECT_GE(ps_per_byte, 0.46) << t.name();
+      EXPECT_LT(ps_per_byte, 1.0) << t.name();
     } else {
       EXPECT_GE(ps_per_byte, 1.0) << t.name();
       EXPECT_LE(ps_per_byte, 11.0) << t.name();

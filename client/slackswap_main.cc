@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/chrome_trace.h"
+#include "client/report.h"
 #include "planner/basic_plans.h"
 #include "planner/comparison.h"
 #include "planner/planner_proto.h"
@@ -76,6 +77,10 @@ ABSL_FLAG(std::string, ranking, "cost",
           "'production' order");
 ABSL_FLAG(bool, link_budget_pass, true,
           "plan: spend the link budget (false: recompute only)");
+ABSL_FLAG(bool, quick, false,
+          "report: the short version (one reduced model, two budgets)");
+ABSL_FLAG(std::string, out_dir, "docs",
+          "report: where results.md and results/ go");
 ABSL_FLAG(std::string, planner, "slackswap",
           "plan: the policy that plans (any name --policies accepts)");
 ABSL_FLAG(std::string, budgets, "0.3,0.5,0.7",
@@ -117,6 +122,8 @@ Usage:
   slackswap compare [--trace FILE | --preset P ...] [--hardware H] [--budgets B,B,...]
                     [--policies P,P,...] [--genetic_evaluations N] [--json]
       Every policy at every budget, one table.
+  slackswap report [--out_dir DIR] [--quick] [--genetic_evaluations N]
+      Reproduce the paper's evaluation: DIR/results.md and DIR/results/*.svg.
   slackswap presets
       The hardware presets and each workload preset's calibration figures, as
       Markdown tables (docs/workloads.md is made from this output).
@@ -627,6 +634,24 @@ int main(int argc, char** argv) {
   if (command == "presets") return slackswap::Presets();
   if (command == "plan") return slackswap::PlanCommand();
   if (command == "compare") return slackswap::CompareCommand();
+  if (command == "report") {
+    slackswap::ReportOptions options;
+    options.out_dir = absl::GetFlag(FLAGS_out_dir);
+    options.quick = absl::GetFlag(FLAGS_quick);
+    options.genetic_evaluations = absl::GetFlag(FLAGS_genetic_evaluations);
+    if (options.quick) {
+      options.genetic_evaluations =
+          std::min<int64_t>(options.genetic_evaluations, 600);
+      options.swapadvisor_evaluations = 300;
+    }
+    const absl::Status status = slackswap::WriteReport(options);
+    if (!status.ok()) {
+      std::cerr << "slackswap: " << status.message() << "\n";
+      return 1;
+    }
+    std::cout << "wrote " << options.out_dir << "/results.md\n";
+    return 0;
+  }
   if (command == "help") {
     std::cout << slackswap::kUsage << "\n";
     return 0;

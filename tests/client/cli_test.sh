@@ -107,5 +107,34 @@ check "missing trace file" test "$(exit_code "$cli" simulate --trace "$work/nope
 check "plan rejects the invalid trace" test "$(exit_code "$cli" plan --trace "$work/bad.json")" = 1
 check "plan names the field" grep -q "trace.tensors\[3\].use_ops\[0\]" "$work/err"
 
+# compare: every policy at every budget, one table.
+check "compare runs" test "$(exit_code "$cli" compare --trace "$work/t.pb" --budgets 0.6,0.8 \
+  --policies slackswap,vdnn,checkpointing --json)" = 0
+cp "$work/out" "$work/cmp.json"
+check "compare has budgets x policies entries" test \
+  "$(json_get "$work/cmp.json" "len(d['entries'])")" = 6
+check "compare: slackswap at least as fast as the baselines" test "$(/usr/bin/python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = True
+for b in (0, 3):
+    rows = d['entries'][b:b + 3]
+    t = {r['policy']: int(r['report']['metrics']['iteration_ns']) for r in rows
+         if r['report']['outcome'] == 'PLAN_OUTCOME_PLANNED'}
+    ok &= all(t['POLICY_SLACKSWAP'] <= v for v in t.values())
+print(ok)" "$work/cmp.json")" = True
+check "compare rejects an unknown policy" test "$(exit_code "$cli" compare --policies magic)" = 2
+
+# report --quick: the short evaluation checks its own invariants and writes
+# valid SVG.
+check "quick report runs" test "$(exit_code "$cli" report --quick --out_dir "$work/report")" = 0
+check "quick report invariants hold" grep -q "Invariants hold" "$work/report/results.md"
+check "quick report has the optimality table" grep -q "## 4. Optimality" "$work/report/results.md"
+check "quick report figure is valid SVG" /usr/bin/python3 -c "
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag.endswith('svg') and len(root.findall('.//{http://www.w3.org/2000/svg}polyline')) == 5
+" "$work/report/results/throughput-llama-7b.svg"
+
 echo "$passed passed, $failed failed"
 test "$failed" = 0

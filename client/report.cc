@@ -1,0 +1,680 @@
+#include "client/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/svg_plot.h"
+#include "planner/policies.h"
+#include "simulator/event_model.h"
+#include "simulator/proto_convert.h"
+#include "simulator/status_macros.h"
+#include "simulator/workload.h"
+
+namespace slackswap {
+namespace {
+
+struct Model {
+  std::string preset;
+  std::string label;
+  double paper_at_50;  // SlackSwap's % of ideal at 50% in the paper
+};
+
+struct Workload {
+  std::string label;
+  Trace trace;
+  Hardware hardware;
+  int64_t peak_bytes = 0;
+  TraceSummary summary;
+};
+
+struct Cell {
+  PlanningResult result;
+  double seconds = 0;
+
+  bool ok() const { return result.feasible; }
+  double percent() const {
+    return result.feasible
+               ? 100.0 * static_cast<double>(result.replay.ideal_ns) /
+                     static_cast<double>(result.replay.iteration_ns)
+               : 0;
+  }
+};
+
+const Policy kCompared[] = {Policy::kSlackSwap, Policy::kVdnn,
+                            Policy::kSuperNeurons, Policy::kSwapAdvisor,
+                            Policy::kCheckpointing};
+const char* kComparedLabels[] = {"SlackSwap", "vDNN", "SuperNeurons",
+                                 "SwapAdvisor", "Checkpointing"};
+
+std::string Pct(const Cell& c) {
+  return c.ok() ? absl::StrFormat("%.1f", c.percent()) : "infeasible";
+}
+std::string Ms(int64_t ns) {
+  return absl::StrFormat("%.1f", static_cast<double>(ns) / 1e6);
+}
+std::string Gb(int64_t bytes) {
+  return absl::StrFormat("%.1f", static_cast<double>(bytes) / 1e9);
+}
+
+class Report {
+ public:
+  explicit Report(const ReportOptions& options) : options_(options) {
+    policy_options_.genetic_search.max_evaluations =
+        options.genetic_evaluations;
+    policy_options_.swapadvisor.max_evaluations =
+        options.swapadvisor_evaluations;
+    if (options.quick) {
+      models_ = {{"llama-7b", "Llama-7B (4 layers)", 99.6}};
+      budgets_ = {30, 50};
+    } else {
+      models_ = {{"bert-large", "BERT-Large", 96.3},
+                 {"gpt2-xl", "GPT-2 XL", 97.6},
+                 {"llama-7b", "Llama-7B", 99.6}};
+      budgets_ = {30, 40, 50, 60, 70, 80, 90};
+    }
+  }
+
+  absl::Status Run();
+
+ private:
+  absl::StatusOr<const Workload*> Get(const std::string& preset,
+                                      const std::string& gpu, int64_t seq = 0,
+                                      int64_t link_bytes_per_second = 0);
+  absl::StatusOr<Cell> RunCell(Policy policy, const Workload& w,
+                               int budget_percent);
+  absl::StatusOr<const Cell*> Cached(Policy policy, const Workload& w,
+                                     int budget_percent);
+  // The best baseline's cell (highest % of ideal), or nullptr if none fits.
+  absl::StatusOr<const Cell*> BestBaseline(const Workload& w,
+                                           int budget_percent,
+                                           std::string* name);
+  void Check(bool ok, const std::string& what) {
+    if (!ok && violation_.empty()) violation_ = what;
+  }
+  absl::Status WriteFile(const std::string& name, const std::string& text);
+
+  absl::Status Throughput();
+  absl::Status WhereTimeGoes();
+  absl::Status Ablations();
+  absl::Status Optimality();
+  absl::Status LinkSweep();
+  absl::Status GpuSweep();
+  absl::Status SequenceSweep();
+  void Bars();
+
+  const ReportOptions& options_;
+  PolicyOptions policy_options_;
+  std::vector<Model> models_;
+  std::vector<int> budgets_;
+  std::map<std::string, std::unique_ptr<Workload>> workloads_;
+  std::map<std::tuple<const Workload*, Policy, int>, Cell> cells_;
+  std::string md_;
+  std::string violation_;
+  // Collected for the bars.
+  std::vector<std::string> bars_;
+};
+
+absl::StatusOr<const Workload*> Report::Get(const std::string& preset,
+                                            const std::string& gpu, int64_t seq,
+                                            int64_t link_bytes_per_second) {
+  const std::string key =
+      absl::StrCat(preset, "/", gpu, "/", seq, "/", link_bytes_per_second);
+  auto it = workloads_.find(key);
+  if (it != workloads_.end()) return it->second.get();
+  auto w = std::make_unique<Workload>();
+  SLACKSWAP_ASSIGN_OR_RETURN(w->hardware, HardwarePreset(gpu));
+  SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, WorkloadPreset(preset));
+  if (options_.quick) spec.layers = std::min(spec.layers, 4);
+  if (seq > 0) spec.sequence_length = seq;
+  SLACKSWAP_ASSIGN_OR_RETURN(v1::Trace proto, GenerateTrace(spec, w->hardware));
+  if (link_bytes_per_second > 0) {
+    w->hardware.d2h_bytes_per_second = link_bytes_per_second;
+    w->hardware.h2d_bytes_per_second = link_bytes_per_second;
+  }
+  w->summary = Summarize(proto, w->hardware);
+  SLACKSWAP_ASSIGN_OR_RETURN(w->trace, TraceFromProto(proto));
+  w->peak_bytes = AllKeepPeakBytes(w->trace);
+  w->label = key;
+  return workloads_.emplace(key, std::move(w)).first->second.get();
+}
+
+absl::StatusOr<Cell> Report::RunCell(Policy policy, const Workload& w,
+                                     int budget_percent) {
+  Cell cell;
+  const int64_t budget = w.peak_bytes * budget_percent / 100;
+  const absl::Time start = absl::Now();
+  SLACKSWAP_ASSIGN_OR_RETURN(cell.result, RunPolicy(policy, w.trace, w.hardware,
+                                                    budget, policy_options_));
+  cell.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (cell.ok()) {
+    Check(cell.result.replay.peak_resident_bytes <= budget,
+          absl::StrCat(PolicyName(policy), " over budget on ", w.label));
+    Check(
+        cell.result.lower_bound.iteration_ns <= cell.result.replay.iteration_ns,
+        absl::StrCat("lower bound above ", PolicyName(policy), " on ", w.label,
+                     " at ", budget_percent, "%"));
+  }
+  return cell;
+}
+
+absl::StatusOr<const Cell*> Report::Cached(Policy policy, const Workload& w,
+                                           int budget_percent) {
+  const auto key = std::make_tuple(&w, policy, budget_percent);
+  auto it = cells_.find(key);
+  if (it == cells_.end()) {
+    SLACKSWAP_ASSIGN_OR_RETURN(Cell cell, RunCell(policy, w, budget_percent));
+    it = cells_.emplace(key, std::move(cell)).first;
+  }
+  return &it->second;
+}
+
+absl::StatusOr<const Cell*> Report::BestBaseline(const Workload& w,
+                                                 int budget_percent,
+                                                 std::string* name) {
+  const Cell* best = nullptr;
+  for (Policy p : BaselinePolicies()) {
+    SLACKSWAP_ASSIGN_OR_RETURN(const Cell* c, Cached(p, w, budget_percent));
+    if (c->ok() && (best == nullptr || c->percent() > best->percent())) {
+      best = c;
+      if (name != nullptr) *name = PolicyName(p);
+    }
+  }
+  return best;
+}
+
+absl::Status Report::Throughput() {
+  absl::StrAppend(
+      &md_,
+      "## 1. Throughput against the memory budget\n\n"
+      "Percent of ideal throughput (ideal iteration time / planned iteration "
+      "time) "
+      "at each budget, as a fraction of the all-keep peak, on the A100 preset "
+      "(the "
+      "paper's Figure 4). \"vs best\" is SlackSwap's throughput over the best "
+      "baseline's.\n\n");
+  for (const Model& m : models_) {
+    SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
+    absl::StrAppend(&md_, "### ", m.label, "\n\n| Budget | ",
+                    absl::StrJoin(kComparedLabels, " | "),
+                    " | vs best | Paper (SlackSwap) |\n",
+                    "|---|---|---|---|---|---|---|---|\n");
+    LinePlot plot;
+    plot.title = m.label + ": throughput vs activation-memory budget (A100)";
+    plot.x_label = "budget (% of all-keep peak)";
+    plot.y_label = "% of ideal throughput";
+    plot.y_min = 0;
+    plot.y_max = 100;
+    plot.series.resize(std::size(kCompared));
+    for (size_t i = 0; i < std::size(kCompared); ++i)
+      plot.series[i].name = kComparedLabels[i];
+    for (int b : budgets_) {
+      std::vector<std::string> row = {absl::StrCat(b, "%")};
+      for (size_t i = 0; i < std::size(kCompared); ++i) {
+        SLACKSWAP_ASSIGN_OR_RETURN(const Cell* c, Cached(kCompared[i], *w, b));
+        row.push_back(Pct(*c));
+        if (c->ok()) plot.series[i].points.emplace_back(b, c->percent());
+      }
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* ss,
+                                 Cached(Policy::kSlackSwap, *w, b));
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* best,
+                                 BestBaseline(*w, b, nullptr));
+      row.push_back(
+          ss->ok() && best != nullptr
+              ? absl::StrFormat("%.2fx", ss->percent() / best->percent())
+              : "-");
+      std::string paper = "";
+      if (b == 50) paper = absl::StrFormat("%.1f (1.10-1.11x)", m.paper_at_50);
+      if (b == 30) paper = "89.7-97.0 (1.07-1.16x)";
+      row.push_back(paper);
+      absl::StrAppend(&md_, "| ", absl::StrJoin(row, " | "), " |\n");
+      // Invariant: SlackSwap at least as fast as every baseline.
+      for (Policy p : BaselinePolicies()) {
+        SLACKSWAP_ASSIGN_OR_RETURN(const Cell* c, Cached(p, *w, b));
+        Check(!c->ok() || (ss->ok() && ss->result.replay.iteration_ns <=
+                                           c->result.replay.iteration_ns),
+              absl::StrCat(PolicyName(p), " beats SlackSwap on ", m.label,
+                           " at ", b, "%"));
+      }
+    }
+    const std::string svg = absl::StrCat("throughput-", m.preset, ".svg");
+    SLACKSWAP_RETURN_IF_ERROR(
+        WriteFile(absl::StrCat("results/", svg), RenderSvg(plot)));
+    absl::StrAppend(&md_, "\n![", m.label, " throughput](results/", svg,
+                    ")\n\n");
+  }
+  // The paper's GPT-2 XL baselines at 50%.
+  for (const Model& m : models_) {
+    if (m.preset != "gpt2-xl") continue;
+    SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
+    absl::StrAppend(
+        &md_, "### ", m.label,
+        " at 50%: the paper's baseline figures\n\n| Policy | Ours | Paper | "
+        "Difference (points) |\n|---|---|---|---|\n");
+    const std::pair<Policy, double> paper[] = {{Policy::kVdnn, 36},
+                                               {Policy::kSuperNeurons, 66},
+                                               {Policy::kSwapAdvisor, 43}};
+    for (const auto& [p, figure] : paper) {
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* c, Cached(p, *w, 50));
+      const double diff = c->ok() ? c->percent() - figure : -figure;
+      absl::StrAppend(&md_, "| ", PolicyName(p), " | ", Pct(*c), " | ", figure,
+                      " | ", absl::StrFormat("%+.1f", diff), " |\n");
+      if (std::abs(diff) > 7 && !options_.quick) {
+        bars_.push_back(absl::StrCat(
+            "DEVIATION: ", PolicyName(p), " lands ",
+            absl::StrFormat("%.1f", diff),
+            " points from the paper at 50% (see \"Why the baselines "
+            "land where they do\")"));
+      }
+    }
+    absl::StrAppend(&md_, "\n");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Report::WhereTimeGoes() {
+  absl::StrAppend(
+      &md_,
+      "## 2. Where the time goes\n\n"
+      "Step time, and the shares of it spent recomputing and stalled "
+      "(prefetch, "
+      "memory and barrier waits), at 40% and 50% of peak.\n\n"
+      "Paper: GPT-2 XL at 50%: SlackSwap 409 ms against 399 ms ideal, vDNN "
+      "1,105 "
+      "ms, block checkpointing re-runs 13% of the step. At 40%: SlackSwap "
+      "recomputes 5.3% (GPT-2 XL) and 0.8% (Llama-7B) of the step, stalls "
+      "below "
+      "0.1%.\n\n"
+      "| Model | Budget | Policy | Step (ms) | Ideal (ms) | Recompute share | "
+      "Stall "
+      "share |\n|---|---|---|---|---|---|---|\n");
+  for (const Model& m : models_) {
+    SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
+    for (int b : {40, 50}) {
+      if (std::find(budgets_.begin(), budgets_.end(), b) == budgets_.end() &&
+          !options_.quick) {
+        continue;
+      }
+      for (size_t i = 0; i < std::size(kCompared); ++i) {
+        SLACKSWAP_ASSIGN_OR_RETURN(const Cell* c, Cached(kCompared[i], *w, b));
+        if (!c->ok()) {
+          absl::StrAppend(&md_, "| ", m.label, " | ", b, "% | ",
+                          kComparedLabels[i], " | infeasible | | | |\n");
+          continue;
+        }
+        const SimulationResult& r = c->result.replay;
+        absl::StrAppend(
+            &md_, "| ", m.label, " | ", b, "% | ", kComparedLabels[i], " | ",
+            Ms(r.iteration_ns), " | ", Ms(r.ideal_ns), " | ",
+            absl::StrFormat("%.1f%%", 100.0 * r.recompute_ns / r.iteration_ns),
+            " | ",
+            absl::StrFormat("%.2f%%", 100.0 * r.stall_ns() / r.iteration_ns),
+            " |\n");
+      }
+    }
+  }
+  absl::StrAppend(&md_, "\n");
+  return absl::OkStatus();
+}
+
+absl::Status Report::Ablations() {
+  absl::StrAppend(
+      &md_,
+      "## 3. Ablations\n\n"
+      "Points of ideal throughput lost against full SlackSwap when swap "
+      "candidates are ranked by production time, without the link-budget pass "
+      "(recomputation only), and with vDNN-style per-layer barriers.\n\n"
+      "Paper: 0.1-7.9 points (production order), 3.0-10.7 (no link-budget "
+      "pass), "
+      "32-37 (barriers).\n\n"
+      "| Model | Budget | SlackSwap | Production order | No link-budget pass | "
+      "Barriers |\n|---|---|---|---|---|---|\n");
+  for (const Model& m : models_) {
+    SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
+    for (int b : {30, 50}) {
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* ss,
+                                 Cached(Policy::kSlackSwap, *w, b));
+      std::vector<std::string> row = {m.label, absl::StrCat(b, "%"), Pct(*ss)};
+      for (Policy p :
+           {Policy::kSlackSwapProductionOrder, Policy::kSlackSwapNoLinkBudget,
+            Policy::kSlackSwapBarriers}) {
+        SLACKSWAP_ASSIGN_OR_RETURN(const Cell* c, Cached(p, *w, b));
+        row.push_back(c->ok() && ss->ok()
+                          ? absl::StrFormat("%.1f (%.1f%%)",
+                                            ss->percent() - c->percent(),
+                                            c->percent())
+                          : "infeasible");
+      }
+      absl::StrAppend(&md_, "| ", absl::StrJoin(row, " | "), " |\n");
+    }
+  }
+  absl::StrAppend(&md_, "\n");
+  return absl::OkStatus();
+}
+
+absl::Status Report::Optimality() {
+  absl::StrAppend(
+      &md_,
+      "## 4. Optimality\n\n"
+      "Each setup of table 1 against a genetic search over keep / swap / "
+      "recompute plans and "
+      "prefetch points, seeded with SlackSwap's plan, and against the lower "
+      "bound "
+      "(`docs/planner.md`). Planning times are one run on this machine.\n\n"
+      "Paper: within 0.45% of a seeded genetic search over 6,600-14,000 plans; "
+      "at most 376 ms "
+      "per plan.\n\n"
+      "| Model | Budget | SlackSwap (ms) | Search best (ms) | SlackSwap above "
+      "search | Plans "
+      "searched | Lower bound (ms) | SlackSwap above bound | SlackSwap "
+      "planning | Search "
+      "time |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  double worst_gap = 0;
+  int64_t fewest_plans = -1;
+  double slowest_plan_ms = 0;
+  for (const Model& m : models_) {
+    SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
+    for (int b : budgets_) {
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* ss,
+                                 Cached(Policy::kSlackSwap, *w, b));
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* ga,
+                                 Cached(Policy::kGeneticSearch, *w, b));
+      if (!ss->ok() || !ga->ok()) {
+        absl::StrAppend(&md_, "| ", m.label, " | ", b,
+                        "% | infeasible | | | | | | | |\n");
+        continue;
+      }
+      const int64_t s = ss->result.replay.iteration_ns,
+                    g = ga->result.replay.iteration_ns;
+      const double gap =
+          100.0 * static_cast<double>(s - g) / static_cast<double>(g);
+      worst_gap = std::max(worst_gap, gap);
+      const int64_t plans = ga->result.stats.plans_evaluated;
+      fewest_plans = fewest_plans < 0 ? plans : std::min(fewest_plans, plans);
+      slowest_plan_ms = std::max(slowest_plan_ms, 1e3 * ss->seconds);
+      Check(g <= s,
+            absl::StrCat("genetic search worse than its seed on ", m.label));
+      absl::StrAppend(
+          &md_, "| ", m.label, " | ", b, "% | ", Ms(s), " | ", Ms(g), " | ",
+          absl::StrFormat("%.2f%%", gap), " | ", plans, " | ",
+          Ms(ss->result.lower_bound.iteration_ns), " | ",
+          absl::StrFormat("%.2f%%", 100 * ss->result.GapToLowerBound()), " | ",
+          absl::StrFormat("%.1f ms", 1e3 * ss->seconds), " | ",
+          absl::StrFormat("%.1f s", ga->seconds), " |\n");
+    }
+  }
+  absl::StrAppend(&md_, "\n");
+  if (options_.quick) return absl::OkStatus();
+  bars_.push_back(absl::StrFormat(
+      "%s SlackSwap within 0.5%% of the genetic search in every setup of table "
+      "1 with at least "
+      "10,000 plans searched: worst %.2f%%, fewest plans %d",
+      worst_gap <= 0.5 && fewest_plans >= 10000 ? "MET" : "MISSED", worst_gap,
+      fewest_plans));
+  bars_.push_back(absl::StrFormat(
+      "%s planning under 376 ms (the paper's worst): slowest %.1f ms",
+      slowest_plan_ms < 376 ? "MET" : "MISSED", slowest_plan_ms));
+  return absl::OkStatus();
+}
+
+absl::Status Report::LinkSweep() {
+  absl::StrAppend(
+      &md_,
+      "## 5. Link bandwidth sweep\n\n"
+      "GPT-2 XL at 30% of peak on the A100 preset with the host link set to "
+      "each "
+      "bandwidth (both directions; the trace's op times stay the A100's).\n\n"
+      "Paper: at 12 GB/s 1.6 GB swapped and 14.6 GB recomputed; at 200 GB/s "
+      "16.7 GB "
+      "swapped and none recomputed; SlackSwap 0-12 points above the best "
+      "baseline.\n\n"
+      "| Link (GB/s) | Swapped (GB) | Recomputed (GB) | SlackSwap | Best "
+      "baseline | "
+      "Lead (points) |\n|---|---|---|---|---|---|\n");
+  LinePlot plot;
+  plot.title =
+      "GPT-2 XL at 30%: bytes swapped and recomputed vs link bandwidth";
+  plot.x_label = "host link bandwidth per direction (GB/s)";
+  plot.y_label = "GB";
+  plot.series = {{"swapped", {}}, {"recomputed", {}}};
+  for (int gbps : {12, 16, 25, 32, 50, 64, 100, 200}) {
+    SLACKSWAP_ASSIGN_OR_RETURN(
+        const Workload* w,
+        Get("gpt2-xl", "a100", 0, int64_t{gbps} * 1'000'000'000));
+    SLACKSWAP_ASSIGN_OR_RETURN(const Cell* ss,
+                               Cached(Policy::kSlackSwap, *w, 30));
+    std::string best_name;
+    SLACKSWAP_ASSIGN_OR_RETURN(const Cell* best,
+                               BestBaseline(*w, 30, &best_name));
+    if (!ss->ok()) {
+      absl::StrAppend(&md_, "| ", gbps, " | infeasible | | | | |\n");
+      continue;
+    }
+    const SimulationResult& r = ss->result.replay;
+    plot.series[0].points.emplace_back(gbps, r.swapped_bytes / 1e9);
+    plot.series[1].points.emplace_back(gbps, r.recomputed_bytes / 1e9);
+    absl::StrAppend(
+        &md_, "| ", gbps, " | ", Gb(r.swapped_bytes), " | ",
+        Gb(r.recomputed_bytes), " | ", Pct(*ss), " | ",
+        best ? absl::StrCat(Pct(*best), " (", best_name, ")") : "infeasible",
+        " | ",
+        best ? absl::StrFormat("%.1f", ss->percent() - best->percent()) : "-",
+        " |\n");
+  }
+  SLACKSWAP_RETURN_IF_ERROR(
+      WriteFile("results/link-sweep.svg", RenderSvg(plot)));
+  absl::StrAppend(&md_, "\n![Link sweep](results/link-sweep.svg)\n\n");
+  return absl::OkStatus();
+}
+
+absl::Status Report::GpuSweep() {
+  absl::StrAppend(
+      &md_,
+      "## 6. GPUs\n\n"
+      "Each model at 30% of peak on the V100, A100 and H100 presets (traces "
+      "generated for each GPU).\n\n"
+      "Paper: SlackSwap 1.07-1.16x the best baseline at 30%.\n\n"
+      "| Model | GPU | SlackSwap | Best baseline | SlackSwap / best |\n"
+      "|---|---|---|---|---|\n");
+  double lo = 1e9, hi = 0;
+  for (const Model& m : models_) {
+    for (const char* gpu : {"v100", "a100", "h100"}) {
+      SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, gpu));
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* ss,
+                                 Cached(Policy::kSlackSwap, *w, 30));
+      std::string best_name;
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* best,
+                                 BestBaseline(*w, 30, &best_name));
+      std::string ratio = "-";
+      if (ss->ok() && best != nullptr) {
+        const double x = ss->percent() / best->percent();
+        lo = std::min(lo, x), hi = std::max(hi, x);
+        ratio = absl::StrFormat("%.2fx", x);
+      }
+      absl::StrAppend(
+          &md_, "| ", m.label, " | ", gpu, " | ", Pct(*ss), " | ",
+          best ? absl::StrCat(Pct(*best), " (", best_name, ")") : "infeasible",
+          " | ", ratio, " |\n");
+    }
+  }
+  absl::StrAppend(&md_,
+                  absl::StrFormat("\nRange: %.2fx to %.2fx.\n\n", lo, hi));
+  return absl::OkStatus();
+}
+
+absl::Status Report::SequenceSweep() {
+  absl::StrAppend(
+      &md_,
+      "## 7. Sequence length\n\n"
+      "Llama-7B (batch 1) from 2K to 32K tokens on the A100 preset at 50% of "
+      "peak.\n\n"
+      "Paper: the hideable fraction rises from 36% to 60%; SlackSwap from "
+      "96.9% to "
+      "99.8% of ideal.\n\n"
+      "| Tokens | Hideable | SlackSwap | Best baseline | Swapped (GB) | "
+      "Recomputed "
+      "(GB) |\n|---|---|---|---|---|---|\n");
+  LinePlot plot;
+  plot.title =
+      "Llama-7B at 50%: hideable fraction and throughput vs sequence length";
+  plot.x_label = "sequence length (K tokens)";
+  plot.y_label = "%";
+  plot.series = {{"hideable fraction", {}}, {"SlackSwap % of ideal", {}}};
+  for (int64_t seq : {2048, 4096, 8192, 16384, 32768}) {
+    SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get("llama-7b", "a100", seq));
+    SLACKSWAP_ASSIGN_OR_RETURN(const Cell* ss,
+                               Cached(Policy::kSlackSwap, *w, 50));
+    std::string best_name;
+    SLACKSWAP_ASSIGN_OR_RETURN(const Cell* best,
+                               BestBaseline(*w, 50, &best_name));
+    const double hideable = 100 * w->summary.hideable_fraction;
+    plot.series[0].points.emplace_back(seq / 1024.0, hideable);
+    if (ss->ok())
+      plot.series[1].points.emplace_back(seq / 1024.0, ss->percent());
+    absl::StrAppend(
+        &md_, "| ", seq, " | ", absl::StrFormat("%.1f%%", hideable), " | ",
+        Pct(*ss), " | ",
+        best ? absl::StrCat(Pct(*best), " (", best_name, ")") : "infeasible",
+        " | ", Gb(ss->result.replay.swapped_bytes), " | ",
+        Gb(ss->result.replay.recomputed_bytes), " |\n");
+  }
+  SLACKSWAP_RETURN_IF_ERROR(
+      WriteFile("results/sequence-sweep.svg", RenderSvg(plot)));
+  absl::StrAppend(&md_, "\n![Sequence sweep](results/sequence-sweep.svg)\n\n");
+  return absl::OkStatus();
+}
+
+void Report::Bars() {
+  for (const Model& m : models_) {
+    auto w = Get(m.preset, "a100");
+    if (!w.ok()) continue;
+    for (int b : {50, 30}) {
+      auto ss = Cached(Policy::kSlackSwap, **w, b);
+      auto best = BestBaseline(**w, b, nullptr);
+      if (!ss.ok() || !best.ok()) continue;
+      const double paper = b == 50 ? m.paper_at_50 : 89.7;
+      const double mine = (*ss)->percent();
+      bars_.push_back(absl::StrFormat(
+          "%s %s at %d%%: SlackSwap %.1f%% against the paper's %.1f "
+          "minus 1 point%s",
+          mine >= paper - 1 ? "MET" : "MISSED", m.label, b, mine, paper,
+          b == 30 ? " (the low end of its 30% range)" : ""));
+      if (*best != nullptr) {
+        const double ratio = mine / (*best)->percent();
+        bars_.push_back(absl::StrFormat(
+            "%s %s at %d%%: %.2fx the best baseline (bar 1.05x)",
+            ratio >= 1.05 ? "MET" : "MISSED", m.label, b, ratio));
+      }
+    }
+  }
+}
+
+absl::Status Report::WriteFile(const std::string& name,
+                               const std::string& text) {
+  const std::filesystem::path path =
+      std::filesystem::path(options_.out_dir) / name;
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out)
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", path.string()));
+  return absl::OkStatus();
+}
+
+absl::Status Report::Run() {
+  const absl::Time start = absl::Now();
+  std::string body;
+  SLACKSWAP_RETURN_IF_ERROR(Throughput());
+  SLACKSWAP_RETURN_IF_ERROR(WhereTimeGoes());
+  SLACKSWAP_RETURN_IF_ERROR(Ablations());
+  SLACKSWAP_RETURN_IF_ERROR(Optimality());
+  if (!options_.quick) {
+    SLACKSWAP_RETURN_IF_ERROR(LinkSweep());
+    SLACKSWAP_RETURN_IF_ERROR(GpuSweep());
+    SLACKSWAP_RETURN_IF_ERROR(SequenceSweep());
+  }
+  if (!options_.quick) Bars();
+  std::string head = absl::StrCat(
+      "# Results: the paper's evaluation, reproduced\n\n"
+      "Regenerate with `bash scripts/report.sh` (`slackswap report --out_dir "
+      "docs`), which "
+      "builds every trace with the workload generator, runs every policy, and "
+      "rewrites this "
+      "file and the figures under `docs/results/`. All results are simulated "
+      "with the event "
+      "model (`docs/event-model.md`) on the calibrated presets "
+      "(`docs/workloads.md`); the "
+      "paper's figures are simulated too, with its own simulator. Plan quality "
+      "is "
+      "deterministic; planning times vary from run to run.\n\n",
+      options_.quick
+          ? "This is the quick version (one reduced model, two budgets).\n\n"
+          : "",
+      "## Bars\n\n");
+  for (const std::string& bar : bars_) absl::StrAppend(&head, "- ", bar, "\n");
+  absl::StrAppend(
+      &head, "- ",
+      violation_.empty()
+          ? "Invariants hold: SlackSwap at least as fast as every baseline in "
+            "table 1, every plan within its budget, the lower bound below "
+            "every "
+            "plan, the genetic search never worse than its seed."
+          : "INVARIANT VIOLATED: " + violation_,
+      "\n\n");
+  md_ = head + md_;
+  absl::StrAppend(
+      &md_,
+      "## Why the baselines land where they do\n\n"
+      "- **vDNN** swaps by memory alone, in production order, and waits at "
+      "every layer for "
+      "its offloads and prefetches. At 50% it must move about half the "
+      "activations over a "
+      "link that can hide a fraction of them during the forward pass, so the "
+      "barriers expose "
+      "nearly all of the transfer time.\n"
+      "- **SuperNeurons** recomputes cheap ops' outputs (normalization, GeLU, "
+      "dropout) and "
+      "swaps the matmul and attention outputs, with vDNN's barriers. "
+      "Recomputing the cheap "
+      "bytes first leaves fewer bytes for the link than vDNN, so it stalls "
+      "less; the swaps "
+      "still exceed what the link hides. Residual outputs, whose rebuild would "
+      "rerun a "
+      "matmul, are kept, as SuperNeurons keeps the tensors it recomputes "
+      "from.\n"
+      "- **SwapAdvisor** searches swap sets and prefetch points without "
+      "barriers but cannot "
+      "recompute: whatever the budget leaves beyond the link's capacity must "
+      "cross the link "
+      "anyway, and the search can only hide it better, not avoid it.\n"
+      "- **Block checkpointing** recomputes whole layers from their inputs and "
+      "leaves the link "
+      "idle: every dropped byte costs recompute time, including the matmul "
+      "outputs that "
+      "SlackSwap swaps for free.\n\n",
+      absl::StrFormat("Report generated in %.1f s.\n",
+                      absl::ToDoubleSeconds(absl::Now() - start)));
+  SLACKSWAP_RETURN_IF_ERROR(WriteFile("results.md", md_));
+  if (!violation_.empty()) return absl::FailedPreconditionError(violation_);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteReport(const ReportOptions& options) {
+  Report report(options);
+  return report.Run();
+}
+
+}  // namespace slackswap

@@ -175,11 +175,23 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
     ind.plan = seed;
     pool.push_back(std::move(ind));
   }
-  // Fill the first generation with mutants of the seeds.
+  // Fill the first generation: every fourth a random plan (a random allowed
+  // decision per tensor, prefetches a few ops before their need), the rest
+  // mutants of the seeds.
   for (size_t i = 0; pool.size() < population; ++i) {
     Individual ind;
-    ind.plan = seeds[i % seeds.size()];
-    Mutate(ind.plan);
+    if (i % 4 == 3) {
+      ind.plan = Plan::AllKeep(trace_);
+      const int n = options_.allow_recompute ? 3 : 2;
+      for (int32_t t : mutable_) {
+        ind.plan.decisions[t] = static_cast<Decision>(rng_() % n);
+        ind.plan.prefetch_issue_op[t] =
+            trace_.tensors[t].first_backward_use - static_cast<int32_t>(rng_() % 17);
+      }
+    } else {
+      ind.plan = seeds[i % seeds.size()];
+      Mutate(ind.plan);
+    }
     Normalize(ind.plan);
     pool.push_back(std::move(ind));
   }

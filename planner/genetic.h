@@ -7,6 +7,7 @@
 // any infeasible one worse than every completed one (and, among infeasible
 // ones, the one that got further is better).
 //
+// The first generation holds the seeds, mutants of them and random plans.
 // (mu + lambda) selection with the parents kept in the pool: the best plan
 // never gets worse than the best seed. Children are bred one after another
 // from a seeded mt19937_64, then replayed in parallel on `threads` threads;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 
 namespace slackswap {
@@ -56,6 +57,27 @@ std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status) {
     out.push_back({parts.first, parts.second});
   }
   return out;
+}
+
+absl::Status RenameField(const absl::Status& status, absl::string_view from,
+                         absl::string_view to) {
+  std::vector<FieldViolation> violations = FieldViolationsOf(status);
+  if (violations.empty()) return status;
+  auto rename = [&](const std::string& field) {
+    if (!absl::StartsWith(field, from)) return field;
+    const absl::string_view rest = absl::string_view(field).substr(from.size());
+    if (!rest.empty() && rest[0] != '.' && rest[0] != '[') return field;
+    if (to.empty() && !rest.empty() && rest[0] == '.') return std::string(rest.substr(1));
+    return absl::StrCat(to, rest);
+  };
+  FieldViolations renamed;
+  for (const FieldViolation& v : violations) renamed.Add(rename(v.field), v.description);
+  absl::Status out = renamed.ToStatus();
+  // Keep the original code (INVALID_ARGUMENT or RESOURCE_EXHAUSTED).
+  absl::Status result(status.code(), out.message());
+  out.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { result.SetPayload(url, payload); });
+  return result;
 }
 
 }  // namespace slackswap

@@ -57,6 +57,14 @@ absl::Status InvalidField(absl::string_view field,
 // InvalidField; empty for any other status.
 std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status);
 
+// `status` with every field path that starts with `from` (a whole path
+// component) starting with `to` instead, in the message and the payload:
+// RenameField(s, "budget", "budgets[2]") turns "budget.bytes" into
+// "budgets[2].bytes"; an empty `to` drops the prefix ("workload.batch" ->
+// "batch"). Other statuses are returned unchanged.
+absl::Status RenameField(const absl::Status& status, absl::string_view from,
+                         absl::string_view to);
+
 }  // namespace slackswap
 
 #endif  // SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_

@@ -1,0 +1,52 @@
+#include "server/grpc_status.h"
+
+#include <string>
+
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+
+namespace slackswap {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  std::string message(status.message());
+  if (message.size() > kMaxStatusMessageBytes) {
+    message.resize(kMaxStatusMessageBytes);
+    message += "...";
+  }
+  // absl and gRPC share the canonical code numbering.
+  const auto code = static_cast<grpc::StatusCode>(status.code());
+  const std::vector<FieldViolation> violations =
+      slackswap::FieldViolationsOf(status);
+  if (violations.empty()) return grpc::Status(code, message);
+  google::rpc::BadRequest bad_request;
+  for (const FieldViolation& v : violations) {
+    google::rpc::BadRequest::FieldViolation* out =
+        bad_request.add_field_violations();
+    out->set_field(v.field);
+    out->set_description(v.description);
+  }
+  google::rpc::Status details;
+  details.set_code(static_cast<int32_t>(code));
+  details.set_message(message);
+  details.add_details()->PackFrom(bad_request);
+  return grpc::Status(code, message, details.SerializeAsString());
+}
+
+std::vector<FieldViolation> FieldViolationsOf(const grpc::Status& status) {
+  std::vector<FieldViolation> out;
+  google::rpc::Status details;
+  if (status.error_details().empty() ||
+      !details.ParseFromString(status.error_details())) {
+    return out;
+  }
+  for (const auto& any : details.details()) {
+    google::rpc::BadRequest bad_request;
+    if (!any.UnpackTo(&bad_request)) continue;
+    for (const auto& v : bad_request.field_violations())
+      out.push_back({v.field(), v.description()});
+  }
+  return out;
+}
+
+}  // namespace slackswap

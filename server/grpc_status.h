@@ -1,0 +1,28 @@
+// File: grpc_status.h
+//
+// The one place where internal absl::Status values become grpc::Status. Codes
+// map one to one; field violations (field_violations.h) travel as a
+// google.rpc.BadRequest in the google.rpc.Status details; messages are cut to
+// a bounded length.
+#ifndef SLACKSWAP_SERVER_GRPC_STATUS_H_
+#define SLACKSWAP_SERVER_GRPC_STATUS_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+#include "simulator/field_violations.h"
+
+namespace slackswap {
+
+inline constexpr size_t kMaxStatusMessageBytes = 512;
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The BadRequest field violations carried by a grpc::Status (empty if none):
+// what a client reads back.
+std::vector<FieldViolation> FieldViolationsOf(const grpc::Status& status);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_SERVER_GRPC_STATUS_H_

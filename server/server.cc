@@ -1,0 +1,145 @@
+#include "server/server.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
+#include "grpcpp/security/server_credentials.h"
+
+namespace slackswap {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const ServerOptions& o) {
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "tls_client_ca needs tls_cert and tls_key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("tls_cert and tls_key go together");
+  }
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  auto cert = ReadFile(o.tls_cert_file, "tls_cert");
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(o.tls_key_file, "tls_key");
+  if (!key.ok()) return key.status();
+  pair.cert_chain = *cert;
+  pair.private_key = *key;
+  ssl.pem_key_cert_pairs.push_back(pair);
+  if (!o.tls_client_ca_file.empty()) {
+    auto ca = ReadFile(o.tls_client_ca_file, "tls_client_ca");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
+    const ServerOptions& options) {
+  if (options.max_concurrent_calls < 1) {
+    return absl::InvalidArgumentError("max_concurrent_requests must be >= 1");
+  }
+  if (options.worker_threads <= options.max_concurrent_calls) {
+    return absl::InvalidArgumentError(
+        "worker_threads must exceed max_concurrent_requests, so that calls "
+        "over the limit are "
+        "refused at once instead of queueing");
+  }
+  if (options.max_message_bytes < 1024) {
+    return absl::InvalidArgumentError("max_message_bytes must be >= 1024");
+  }
+  auto credentials = Credentials(options);
+  if (!credentials.ok()) return credentials.status();
+
+  std::unique_ptr<PlanningServer> s(new PlanningServer());
+  s->registry_ = std::make_shared<prometheus::Registry>();
+  s->metrics_ = std::make_unique<ServerMetrics>(*s->registry_, options.version);
+  if (!options.metrics_address.empty()) {
+    try {
+      s->exposer_ =
+          std::make_unique<prometheus::Exposer>(options.metrics_address);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot serve metrics on ", options.metrics_address, ": ", e.what()));
+    }
+    s->exposer_->RegisterCollectable(s->registry_);
+    const std::vector<int> ports = s->exposer_->GetListeningPorts();
+    s->metrics_port_ = ports.empty() ? 0 : ports.front();
+  }
+  s->service_ = std::make_unique<PlannerServiceImpl>(
+      options.max_concurrent_calls, s->metrics_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address, *credentials, &s->port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  grpc::ResourceQuota quota("slackswap-server");
+  quota.SetMaxThreads(options.worker_threads);
+  builder.SetResourceQuota(quota);
+  // Two processes must never share a port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  if (options.max_connection_age > absl::ZeroDuration()) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(
+                                   options.max_connection_age)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30000);
+  }
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.listen_address,
+                     " (in use, or not a local address?)"));
+  }
+  grpc::HealthCheckServiceInterface* health =
+      s->server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus(kServiceName, true);
+  return s;
+}
+
+std::shared_ptr<grpc::Channel> PlanningServer::InProcessChannel() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  return server_->InProcessChannel(args);
+}
+
+void PlanningServer::Drain(absl::Duration grace) {
+  if (drained_) return;
+  drained_ = true;
+  // NOT_SERVING for every service, and no later change.
+  server_->GetHealthCheckService()->Shutdown();
+  server_->Shutdown(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(absl::ToInt64Milliseconds(grace)));
+  server_->Wait();
+}
+
+PlanningServer::~PlanningServer() {
+  if (server_ != nullptr) Drain(absl::ZeroDuration());
+}
+
+}  // namespace slackswap

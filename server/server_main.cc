@@ -1,0 +1,90 @@
+// slackswap-server: the planning service.
+//
+//   slackswap-server --listen 0.0.0.0:50051 --metrics 0.0.0.0:9464
+//
+// On SIGTERM or SIGINT: health goes NOT_SERVING, no new calls are accepted,
+// calls in flight get --grace to finish, and the process exits 0.
+#include <csignal>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/server.h"
+
+#ifndef SLACKSWAP_VERSION
+#define SLACKSWAP_VERSION "dev"
+#endif
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
+          "gRPC listen address (port 0: pick one)");
+ABSL_FLAG(std::string, metrics, "0.0.0.0:9464",
+          "Prometheus /metrics address (port 0: pick one; empty: none)");
+ABSL_FLAG(int, max_message_bytes, 64 << 20,
+          "largest request or response, bytes (the default fits traces far "
+          "beyond a 50x "
+          "GPT-2 XL trace)");
+ABSL_FLAG(int, max_concurrent_requests, 8,
+          "calls handled at once; more get RESOURCE_EXHAUSTED at once");
+ABSL_FLAG(int, worker_threads, 0,
+          "gRPC worker threads (0: max_concurrent_requests + 8)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "server certificate chain (PEM); TLS with --tls_key");
+ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "client CA (PEM): require client certificates");
+ABSL_FLAG(absl::Duration, grace, absl::Seconds(20),
+          "on SIGTERM, how long calls in flight may take to finish");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
+          "close connections after this long so clients rebalance (0: never)");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "slackswap-server: the SlackSwap planning service");
+  absl::ParseCommandLine(argc, argv);
+
+  // Signals are taken synchronously by this thread; every thread started
+  // from here on inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  slackswap::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_requests);
+  options.worker_threads = absl::GetFlag(FLAGS_worker_threads) > 0
+                               ? absl::GetFlag(FLAGS_worker_threads)
+                               : options.max_concurrent_calls + 8;
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  options.version = SLACKSWAP_VERSION;
+
+  auto server = slackswap::PlanningServer::Start(options);
+  if (!server.ok()) {
+    std::cerr << "slackswap-server: " << server.status().message() << std::endl;
+    return 1;
+  }
+  // Tests and scripts read these two lines to find the ports.
+  std::cout << "listening on port " << (*server)->port() << std::endl;
+  if ((*server)->metrics_port() > 0) {
+    std::cout << "metrics on port " << (*server)->metrics_port() << std::endl;
+  }
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  const absl::Duration grace = absl::GetFlag(FLAGS_grace);
+  std::cout << "signal " << signal_number << ": draining for up to " << grace
+            << std::endl;
+  const absl::Time start = absl::Now();
+  (*server)->Drain(grace);
+  std::cout << "drained in " << absl::Now() - start << "; exiting" << std::endl;
+  return 0;
+}

@@ -1,0 +1,321 @@
+#include "server/service_core.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "planner/comparison.h"
+#include "planner/planner_proto.h"
+#include "simulator/event_model.h"
+#include "simulator/field_violations.h"
+#include "simulator/proto_convert.h"
+#include "simulator/status_macros.h"
+#include "simulator/workload.h"
+
+namespace slackswap {
+namespace {
+
+constexpr int kMaxBudgets = 32;
+constexpr int kMaxPolicies = 16;
+constexpr int kMaxFrontierPoints = 64;
+
+absl::Status Stopped() {
+  return absl::CancelledError("the call was cancelled or timed out");
+}
+
+struct Inputs {
+  Trace trace;
+  Hardware hardware;
+};
+
+absl::StatusOr<Inputs> Convert(const v1::Trace& trace,
+                               const v1::Hardware& hardware) {
+  Inputs in;
+  SLACKSWAP_ASSIGN_OR_RETURN(in.trace, TraceFromProto(trace));
+  SLACKSWAP_ASSIGN_OR_RETURN(in.hardware, HardwareFromProto(hardware));
+  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(in.trace, in.hardware));
+  return in;
+}
+
+absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
+                                          const StopFunction& should_stop) {
+  PolicyOptions options;
+  SLACKSWAP_ASSIGN_OR_RETURN(options.slackswap, PlannerOptionsFromProto(proto));
+  options.genetic_search.should_stop = should_stop;
+  options.swapadvisor.should_stop = should_stop;
+  return options;
+}
+
+v1::FrontierPoint PointOf(const PlanningResult& r, int64_t budget,
+                          int64_t peak) {
+  v1::FrontierPoint p;
+  p.set_budget_bytes(budget);
+  p.set_budget_fraction_of_peak(peak > 0 ? static_cast<double>(budget) / peak
+                                         : 0);
+  p.set_outcome(r.feasible ? v1::PLAN_OUTCOME_PLANNED
+                           : v1::PLAN_OUTCOME_INFEASIBLE);
+  if (r.feasible) {
+    p.set_throughput_ratio(r.replay.throughput_ratio);
+    p.set_iteration_ns(r.replay.iteration_ns);
+    p.set_swapped_bytes(r.replay.swapped_bytes);
+    p.set_recomputed_bytes(r.replay.recomputed_bytes);
+  }
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
+    Policy policy, const Trace& trace, const Hardware& hardware, int64_t budget,
+    const PolicyOptions& options) const {
+  const absl::Time start = absl::Now();
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      PlanningResult result,
+      RunPolicy(policy, trace, hardware, budget, options));
+  if (observer_ != nullptr)
+    observer_->Planned(policy, result, absl::Now() - start);
+  return result;
+}
+
+absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
+    const v1::PlanRequest& request, const StopFunction& should_stop) const {
+  SLACKSWAP_ASSIGN_OR_RETURN(Inputs in,
+                             Convert(request.trace(), request.hardware()));
+  SLACKSWAP_ASSIGN_OR_RETURN(int64_t budget,
+                             ResolveBudget(in.trace, request.budget()));
+  SLACKSWAP_ASSIGN_OR_RETURN(PolicyOptions options,
+                             OptionsFrom(request.options(), should_stop));
+  Policy policy = Policy::kSlackSwap;
+  if (request.policy() != v1::POLICY_UNSPECIFIED) {
+    SLACKSWAP_ASSIGN_OR_RETURN(policy,
+                               PolicyFromProto(request.policy(), "policy"));
+  }
+  if (should_stop && should_stop()) return Stopped();
+  const absl::Time start = absl::Now();
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      PlanningResult result,
+      RunObserved(policy, in.trace, in.hardware, budget, options));
+  if (should_stop && should_stop()) return Stopped();
+  v1::PlanResponse response;
+  *response.mutable_report() = PlanningReportToProto(in.trace, result);
+  response.set_planning_time_ns(absl::ToInt64Nanoseconds(absl::Now() - start));
+  return response;
+}
+
+absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
+    const v1::SimulateRequest& request) const {
+  SLACKSWAP_ASSIGN_OR_RETURN(Inputs in,
+                             Convert(request.trace(), request.hardware()));
+  SLACKSWAP_ASSIGN_OR_RETURN(int64_t budget,
+                             ResolveBudget(in.trace, request.budget()));
+  SLACKSWAP_ASSIGN_OR_RETURN(slackswap::Plan plan,
+                             PlanFromProto(in.trace, request.plan()));
+  SimulationOptions options;
+  options.budget_bytes = budget;
+  options.per_layer_barriers = request.per_layer_barriers();
+  options.record_timeline = request.include_timeline();
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      SimulationResult result,
+      slackswap::Simulate(in.trace, in.hardware, plan, options));
+  v1::SimulateResponse response;
+  *response.mutable_metrics() = MetricsToProto(result);
+  *response.mutable_plan() = PlanToProto(plan, DeriveSchedule(in.trace, plan));
+  if (request.include_timeline())
+    *response.mutable_timeline() = TimelineToProto(result);
+  return response;
+}
+
+absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
+    const v1::CompareRequest& request, const StopFunction& should_stop) const {
+  SLACKSWAP_ASSIGN_OR_RETURN(Inputs in,
+                             Convert(request.trace(), request.hardware()));
+  FieldViolations v;
+  if (request.budgets_size() == 0 || request.budgets_size() > kMaxBudgets) {
+    v.Add("budgets", absl::StrCat("must hold 1 to ", kMaxBudgets, " budgets"));
+  }
+  if (request.policies_size() == 0 || request.policies_size() > kMaxPolicies) {
+    v.Add("policies",
+          absl::StrCat("must hold 1 to ", kMaxPolicies, " policies"));
+  }
+  if (request.has_genetic_search_evaluations() &&
+      (request.genetic_search_evaluations() < 100 ||
+       request.genetic_search_evaluations() > 100000)) {
+    v.Add("genetic_search_evaluations", "must be in [100, 100000]");
+  }
+  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  std::vector<int64_t> budgets;
+  for (int i = 0; i < request.budgets_size(); ++i) {
+    absl::StatusOr<int64_t> budget =
+        ResolveBudget(in.trace, request.budgets(i));
+    if (!budget.ok()) {
+      return RenameField(budget.status(), "budget",
+                         absl::StrCat("budgets[", i, "]"));
+    }
+    budgets.push_back(*budget);
+  }
+  std::vector<Policy> policies;
+  for (int i = 0; i < request.policies_size(); ++i) {
+    SLACKSWAP_ASSIGN_OR_RETURN(
+        Policy p, PolicyFromProto(request.policies(i),
+                                  absl::StrCat("policies[", i, "]")));
+    policies.push_back(p);
+  }
+  SLACKSWAP_ASSIGN_OR_RETURN(PolicyOptions options,
+                             OptionsFrom(request.options(), should_stop));
+  if (request.has_genetic_search_evaluations()) {
+    options.genetic_search.max_evaluations =
+        request.genetic_search_evaluations();
+  }
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      v1::Comparison comparison,
+      slackswap::Compare(in.trace, in.hardware, budgets, policies, options,
+                         should_stop));
+  if (should_stop && should_stop()) return Stopped();
+  v1::CompareResponse response;
+  *response.mutable_comparison() = std::move(comparison);
+  return response;
+}
+
+absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
+    const v1::FrontierRequest& request, const StopFunction& should_stop) const {
+  SLACKSWAP_ASSIGN_OR_RETURN(Inputs in,
+                             Convert(request.trace(), request.hardware()));
+  FieldViolations v;
+  if (request.budget_fractions_size() > kMaxFrontierPoints) {
+    v.Add("budget_fractions",
+          absl::StrCat("at most ", kMaxFrontierPoints, " budgets"));
+  }
+  for (int i = 0; i < request.budget_fractions_size() && !v.full(); ++i) {
+    const double f = request.budget_fractions(i);
+    if (!std::isfinite(f) || f <= 0 || f > 1) {
+      v.Add(absl::StrCat("budget_fractions[", i, "]"), "must be in (0, 1]");
+    }
+  }
+  const double target = request.target_throughput_ratio();
+  if (!std::isfinite(target) || target < 0 || target > 1) {
+    v.Add("target_throughput_ratio", "must be in [0, 1] (0: no target)");
+  }
+  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  SLACKSWAP_ASSIGN_OR_RETURN(PolicyOptions options,
+                             OptionsFrom(request.options(), should_stop));
+
+  std::vector<double> fractions(request.budget_fractions().begin(),
+                                request.budget_fractions().end());
+  if (fractions.empty()) {
+    for (int i = 2; i <= 20; ++i) fractions.push_back(0.05 * i);
+  }
+  std::sort(fractions.begin(), fractions.end());
+  fractions.erase(std::unique(fractions.begin(), fractions.end()),
+                  fractions.end());
+
+  const int64_t peak = AllKeepPeakBytes(in.trace);
+  v1::FrontierResponse response;
+  response.set_all_keep_peak_bytes(peak);
+  response.set_ideal_ns(in.trace.ideal_ns);
+  auto plan_at = [&](int64_t budget) -> absl::StatusOr<v1::FrontierPoint> {
+    if (should_stop && should_stop()) return Stopped();
+    SLACKSWAP_ASSIGN_OR_RETURN(
+        PlanningResult r, RunObserved(Policy::kSlackSwap, in.trace, in.hardware,
+                                      budget, options));
+    return PointOf(r, budget, peak);
+  };
+  auto reaches = [&](const v1::FrontierPoint& p) {
+    return p.outcome() == v1::PLAN_OUTCOME_PLANNED &&
+           p.throughput_ratio() >= target;
+  };
+  for (double f : fractions) {
+    SLACKSWAP_ASSIGN_OR_RETURN(v1::FrontierPoint p,
+                               plan_at(static_cast<int64_t>(
+                                   std::floor(f * static_cast<double>(peak)))));
+    *response.add_points() = p;
+  }
+  if (target <= 0) return response;
+  // The smallest budget that reaches the target: bisect between the largest
+  // curve point below it that does not and the smallest that does (or the
+  // peak, where the all-keep plan reaches any target).
+  int64_t hi = peak, lo = 0;
+  v1::FrontierPoint best;
+  for (const v1::FrontierPoint& p : response.points()) {
+    if (reaches(p)) {
+      hi = p.budget_bytes();
+      best = p;
+      break;
+    }
+    lo = p.budget_bytes();
+  }
+  if (best.budget_bytes() == 0) {
+    SLACKSWAP_ASSIGN_OR_RETURN(best, plan_at(peak));
+  }
+  if (!reaches(best)) return response;
+  const int64_t precision = std::max<int64_t>(1, peak / 1000);
+  while (hi - lo > precision) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    SLACKSWAP_ASSIGN_OR_RETURN(v1::FrontierPoint p, plan_at(mid));
+    if (reaches(p)) {
+      hi = mid;
+      best = p;
+    } else {
+      lo = mid;
+    }
+  }
+  response.set_target_reached(true);
+  *response.mutable_smallest_budget() = best;
+  return response;
+}
+
+absl::StatusOr<v1::GenerateTraceResponse> ServiceCore::GenerateTrace(
+    const v1::GenerateTraceRequest& request) const {
+  FieldViolations v;
+  absl::StatusOr<WorkloadSpec> spec = WorkloadPreset(request.workload_preset());
+  if (!spec.ok())
+    v.Add("workload_preset", std::string(spec.status().message()));
+  absl::StatusOr<Hardware> hardware = HardwarePreset(request.hardware_preset());
+  if (!hardware.ok())
+    v.Add("hardware_preset", std::string(hardware.status().message()));
+  if (request.batch() < 0) v.Add("batch", "must be >= 0 (0: the preset's)");
+  if (request.sequence_length() < 0)
+    v.Add("sequence_length", "must be >= 0 (0: the preset's)");
+  if (request.layers() < 0) v.Add("layers", "must be >= 0 (0: the preset's)");
+  if (!v1::Precision_IsValid(request.precision()))
+    v.Add("precision", "unknown value");
+  if (!v1::Attention_IsValid(request.attention()))
+    v.Add("attention", "unknown value");
+  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  if (request.batch() > 0) spec->batch = request.batch();
+  if (request.sequence_length() > 0)
+    spec->sequence_length = request.sequence_length();
+  if (request.layers() > 0) spec->layers = request.layers();
+  switch (request.precision()) {
+    case v1::PRECISION_BF16:
+      spec->precision = Precision::kBf16;
+      break;
+    case v1::PRECISION_FP16:
+      spec->precision = Precision::kFp16;
+      break;
+    case v1::PRECISION_FP32:
+      spec->precision = Precision::kFp32;
+      break;
+    default:
+      break;
+  }
+  if (request.attention() == v1::ATTENTION_FLASH) spec->flash_attention = true;
+  if (request.attention() == v1::ATTENTION_UNFUSED)
+    spec->flash_attention = false;
+  absl::StatusOr<v1::Trace> trace = slackswap::GenerateTrace(*spec, *hardware);
+  if (!trace.ok()) return RenameField(trace.status(), "workload", "");
+  v1::GenerateTraceResponse response;
+  const TraceSummary s = Summarize(*trace, *hardware);
+  v1::TraceSummary* summary = response.mutable_summary();
+  summary->set_saved_bytes(s.saved_bytes);
+  summary->set_forward_flops(s.forward_flops);
+  summary->set_forward_ns(s.forward_ns);
+  summary->set_ideal_ns(s.iteration_ns);
+  summary->set_flops_per_saved_byte(s.flops_per_saved_byte);
+  summary->set_hideable_fraction(s.hideable_fraction);
+  *response.mutable_hardware() = HardwareToProto(*hardware);
+  *response.mutable_trace() = *std::move(trace);
+  return response;
+}
+
+}  // namespace slackswap

@@ -42,8 +42,17 @@ std::string Micros(int64_t ns) {
 
 }  // namespace
 
-std::string ChromeTraceJson(const Trace& trace,
-                            const SimulationResult& result) {
+std::string ChromeTraceJson(const v1::Trace& trace,
+                            const v1::Timeline& timeline,
+                            int64_t iteration_ns) {
+  auto op_name = [&](int32_t i) {
+    return i >= 0 && i < trace.operators_size() ? trace.operators(i).name()
+                                                : absl::StrCat("op ", i);
+  };
+  auto tensor_name = [&](int32_t i) {
+    return i >= 0 && i < trace.tensors_size() ? trace.tensors(i).name()
+                                              : absl::StrCat("tensor ", i);
+  };
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   absl::StrAppend(
       &out,
@@ -55,37 +64,39 @@ std::string ChromeTraceJson(const Trace& trace,
                     R"(,"name":"thread_name","args":{"name":")", threads[tid],
                     "\"}},\n");
   }
-  for (const TimelineEvent& e : result.timeline) {
+  for (const v1::TimelineEvent& e : timeline.events()) {
     std::string name;
     int tid = 1;
-    switch (e.kind) {
-      case TimelineKind::kOp:
-        name = trace.op_names[e.index];
+    switch (e.kind()) {
+      case v1::TIMELINE_EVENT_KIND_OP:
+        name = op_name(e.index());
         break;
-      case TimelineKind::kRebuild:
-        name = "rebuild " + trace.tensor_names[e.index];
+      case v1::TIMELINE_EVENT_KIND_REBUILD:
+        name = "rebuild " + tensor_name(e.index());
         break;
-      case TimelineKind::kOffload:
-        name = "offload " + trace.tensor_names[e.index];
+      case v1::TIMELINE_EVENT_KIND_OFFLOAD:
+        name = "offload " + tensor_name(e.index());
         tid = 2;
         break;
-      case TimelineKind::kPrefetch:
-        name = "prefetch " + trace.tensor_names[e.index];
+      case v1::TIMELINE_EVENT_KIND_PREFETCH:
+        name = "prefetch " + tensor_name(e.index());
         tid = 3;
         break;
+      default:
+        continue;
     }
     absl::StrAppend(&out, R"({"ph":"X","pid":1,"tid":)", tid,
                     ",\"name\":", JsonString(name),
-                    ",\"ts\":", Micros(e.start_ns),
-                    ",\"dur\":", Micros(e.end_ns - e.start_ns),
-                    R"(,"args":{"index":)", e.index, "}},\n");
+                    ",\"ts\":", Micros(e.start_ns()),
+                    ",\"dur\":", Micros(e.end_ns() - e.start_ns()),
+                    R"(,"args":{"index":)", e.index(), "}},\n");
     absl::StrAppend(&out, R"({"ph":"C","pid":1,"name":"resident_bytes","ts":)",
-                    Micros(e.start_ns), R"(,"args":{"bytes":)",
-                    e.resident_bytes, "}},\n");
+                    Micros(e.start_ns()), R"(,"args":{"bytes":)",
+                    e.resident_bytes(), "}},\n");
   }
   absl::StrAppend(
       &out, R"({"ph":"i","pid":1,"tid":1,"s":"g","name":"iteration end","ts":)",
-      Micros(result.iteration_ns), "}\n]}\n");
+      Micros(iteration_ns), "}\n]}\n");
   return out;
 }
 

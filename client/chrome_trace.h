@@ -8,15 +8,18 @@
 #ifndef SLACKSWAP_CLIENT_CHROME_TRACE_H_
 #define SLACKSWAP_CLIENT_CHROME_TRACE_H_
 
+#include <cstdint>
 #include <string>
 
-#include "simulator/event_model.h"
-#include "simulator/trace.h"
+#include "slackswap/v1/simulation.pb.h"
+#include "slackswap/v1/trace.pb.h"
 
 namespace slackswap {
 
-// `result` must come from a simulation of `trace` with record_timeline set.
-std::string ChromeTraceJson(const Trace& trace, const SimulationResult& result);
+// `timeline` must come from a simulation of `trace`. Event indices out of
+// range are named by their index alone.
+std::string ChromeTraceJson(const v1::Trace& trace,
+                            const v1::Timeline& timeline, int64_t iteration_ns);
 
 }  // namespace slackswap
 

@@ -1,13 +1,16 @@
-// slackswap: the command-line tool. Works in-process, with no server.
+// slackswap: the command-line tool. Every subcommand runs in-process, or
+// against a slackswap-server with --server ADDRESS, and prints the same
+// output either way.
 //
 //   slackswap generate --preset gpt2-xl --hardware a100 --out trace.json
-//   slackswap simulate --trace trace.json --hardware a100 --budget 0.5 --policy
-//   all-swap
+//   slackswap plan --trace trace.json --hardware a100 --budget 0.5
+//   slackswap plan --server localhost:50051 --trace trace.json --budget 0.5
 //
 // Run `slackswap help` for every subcommand and flag.
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,12 +26,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/backend.h"
 #include "client/chrome_trace.h"
+#include "client/load_generator.h"
 #include "client/report.h"
 #include "planner/basic_plans.h"
-#include "planner/comparison.h"
 #include "planner/planner_proto.h"
-#include "planner/slackswap.h"
+#include "planner/policies.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/proto_convert.h"
@@ -43,7 +47,8 @@ ABSL_FLAG(std::string, trace, "",
           "trace file (binary protobuf or JSON) instead of --preset");
 ABSL_FLAG(
     std::string, hardware, "a100",
-    "hardware preset (titan-x, v100, a100, h100, gh200) or a Hardware file");
+    "hardware preset (titan-x, v100, a100, h100, gh200) or a Hardware file "
+    "(generate: presets only)");
 ABSL_FLAG(int64_t, batch, 0, "batch size (0: the preset's)");
 ABSL_FLAG(int64_t, seq, 0, "sequence length (0: the preset's)");
 ABSL_FLAG(int32_t, layers, 0, "transformer layers (0: the preset's)");
@@ -60,15 +65,18 @@ ABSL_FLAG(std::string, budget, "1.0",
           "(123456, 20GB, 20GiB) or 'unlimited'");
 ABSL_FLAG(std::string, policy, "ideal",
           "simulate: ideal (all keep; ignores --budget: memory unlimited), "
-          "all-keep, or "
-          "all-swap");
+          "all-keep, or all-swap");
 ABSL_FLAG(std::string, plan, "",
           "simulate: replay this plan file instead of --policy");
 ABSL_FLAG(std::string, plan_out, "",
-          "simulate: write the replayed plan, with its schedule");
+          "simulate, plan: write the plan, with its schedule (.json: JSON, "
+          "else binary)");
 ABSL_FLAG(bool, barriers, false,
           "simulate, plan: vDNN-style per-layer barriers");
-ABSL_FLAG(bool, json, false, "simulate, plan: print the result as JSON");
+ABSL_FLAG(bool, json, false, "print the result as JSON");
+ABSL_FLAG(
+    std::string, timeline, "",
+    "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
 ABSL_FLAG(double, guard, slackswap::PlannerOptions().guard_fraction,
           "plan: offloads must finish by (1 - guard) of the forward time, in "
           "[0, 0.9]");
@@ -77,10 +85,6 @@ ABSL_FLAG(std::string, ranking, "cost",
           "'production' order");
 ABSL_FLAG(bool, link_budget_pass, true,
           "plan: spend the link budget (false: recompute only)");
-ABSL_FLAG(bool, quick, false,
-          "report: the short version (one reduced model, two budgets)");
-ABSL_FLAG(std::string, out_dir, "docs",
-          "report: where results.md and results/ go");
 ABSL_FLAG(std::string, planner, "slackswap",
           "plan: the policy that plans (any name --policies accepts)");
 ABSL_FLAG(std::string, budgets, "0.3,0.5,0.7",
@@ -94,10 +98,34 @@ ABSL_FLAG(std::string, policies,
           "checkpointing, genetic-search)");
 ABSL_FLAG(
     int64_t, genetic_evaluations, 10000,
-    "compare, plan: plans the genetic search replays (the optimality check)");
-ABSL_FLAG(
-    std::string, timeline, "",
-    "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
+    "compare, report: plans the genetic search replays (the optimality check)");
+ABSL_FLAG(double, target, 0,
+          "frontier: throughput ratio to reach, in (0, 1] (0: none)");
+ABSL_FLAG(std::string, fractions, "",
+          "frontier: comma-separated budget fractions (empty: 0.10, 0.15, ..., "
+          "1.00)");
+ABSL_FLAG(bool, quick, false,
+          "report: the short version (one reduced model, two budgets)");
+ABSL_FLAG(std::string, out_dir, "docs",
+          "report: where results.md and results/ go");
+ABSL_FLAG(std::string, server, "",
+          "send the request to a slackswap-server at this address (empty: "
+          "in-process)");
+ABSL_FLAG(std::string, tls_ca, "", "--server over TLS, trusting this CA (PEM)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "--server: client certificate (PEM), for mutual TLS");
+ABSL_FLAG(std::string, tls_key, "", "--server: client private key (PEM)");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "--server: name to check on the server certificate");
+ABSL_FLAG(absl::Duration, deadline, absl::Seconds(60),
+          "deadline for each request");
+ABSL_FLAG(int, concurrency, 4, "bench-server: concurrent callers");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
+          "bench-server: how long to run");
+ABSL_FLAG(int64_t, requests, 0,
+          "bench-server: stop after this many calls (0: --duration only)");
+ABSL_FLAG(bool, local, false,
+          "bench-server: call the planner in-process instead of --server");
 
 namespace slackswap {
 namespace {
@@ -122,6 +150,12 @@ Usage:
   slackswap compare [--trace FILE | --preset P ...] [--hardware H] [--budgets B,B,...]
                     [--policies P,P,...] [--genetic_evaluations N] [--json]
       Every policy at every budget, one table.
+  slackswap frontier [--trace FILE | --preset P ...] [--hardware H] [--target R]
+                     [--fractions F,F,...] [--json]
+      Throughput against budget, and the smallest budget that reaches a target.
+  slackswap bench-server (--server ADDRESS | --local) [--concurrency N] [--duration D]
+                         [--requests N] [--preset P ...] [--budget B]
+      N concurrent callers planning the same trace: requests/s, latency, errors.
   slackswap report [--out_dir DIR] [--quick] [--genetic_evaluations N]
       Reproduce the paper's evaluation: DIR/results.md and DIR/results/*.svg.
   slackswap presets
@@ -130,11 +164,20 @@ Usage:
   slackswap help
       This text. `slackswap --help` lists every flag.
 
+Every subcommand but report and presets runs in-process, or with --server ADDRESS
+against a slackswap-server (with --tls_ca, --tls_cert, --tls_key, --deadline).
+
 Exit status: 0 on success, 2 on a usage error, 1 on any other error.)";
 
-struct UsageError {
-  std::string message;
-};
+// Exit status 2: the command line itself is wrong (unknown command, flag
+// value or preset). Exit status 1: an input file is wrong or the work failed.
+constexpr int kUsageExit = 2;
+constexpr int kFailureExit = 1;
+
+int ExitFor(const absl::Status& status, int exit_code) {
+  std::cerr << "slackswap: " << status.message() << "\n";
+  return exit_code;
+}
 
 std::string Gigabytes(int64_t bytes) {
   if (bytes == kUnlimitedBytes) return "unlimited";
@@ -144,61 +187,54 @@ std::string Millis(int64_t ns) {
   return absl::StrFormat("%.2f ms", static_cast<double>(ns) / 1e6);
 }
 
-// Exit status 2: the command line itself is wrong (unknown command, flag
-// value or preset). Exit status 1: an input file is wrong or the work failed.
-constexpr int kUsageExit = 2;
-constexpr int kFailureExit = 1;
-
 bool LooksLikePath(const std::string& value) {
   return absl::StrContains(value, '/') || absl::StrContains(value, '.');
 }
 
-absl::StatusOr<Hardware> LoadHardware() {
-  const std::string value = absl::GetFlag(FLAGS_hardware);
-  if (!LooksLikePath(value)) return HardwarePreset(value);
-  v1::Hardware proto;
-  SLACKSWAP_RETURN_IF_ERROR(ReadMessageFile(value, &proto));
-  return HardwareFromProto(proto);
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend() {
+  if (absl::GetFlag(FLAGS_server).empty())
+    return LocalBackend(absl::GetFlag(FLAGS_deadline));
+  ConnectionOptions options;
+  options.address = absl::GetFlag(FLAGS_server);
+  options.ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options.client_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.client_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.deadline = absl::GetFlag(FLAGS_deadline);
+  return RemoteBackend(options);
 }
 
-int ExitFor(const absl::Status& status, int exit_code) {
-  std::cerr << "slackswap: " << status.message() << "\n";
-  return exit_code;
-}
-
-int HardwareExit(const absl::Status& status) {
-  return ExitFor(status, LooksLikePath(absl::GetFlag(FLAGS_hardware))
-                             ? kFailureExit
-                             : kUsageExit);
-}
-
-absl::StatusOr<WorkloadSpec> SpecFromFlags() {
-  SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec,
-                             WorkloadPreset(absl::GetFlag(FLAGS_preset)));
-  if (absl::GetFlag(FLAGS_batch) != 0) spec.batch = absl::GetFlag(FLAGS_batch);
-  if (absl::GetFlag(FLAGS_seq) != 0)
-    spec.sequence_length = absl::GetFlag(FLAGS_seq);
-  if (absl::GetFlag(FLAGS_layers) != 0)
-    spec.layers = absl::GetFlag(FLAGS_layers);
+// The generator request the flags describe.
+absl::StatusOr<v1::GenerateTraceRequest> GenerateRequestFromFlags() {
+  v1::GenerateTraceRequest r;
+  r.set_workload_preset(absl::GetFlag(FLAGS_preset));
+  r.set_hardware_preset(absl::GetFlag(FLAGS_hardware));
+  r.set_batch(absl::GetFlag(FLAGS_batch));
+  r.set_sequence_length(absl::GetFlag(FLAGS_seq));
+  r.set_layers(absl::GetFlag(FLAGS_layers));
   const std::string precision = absl::GetFlag(FLAGS_precision);
   if (precision == "bf16") {
-    spec.precision = Precision::kBf16;
+    r.set_precision(v1::PRECISION_BF16);
   } else if (precision == "fp16") {
-    spec.precision = Precision::kFp16;
+    r.set_precision(v1::PRECISION_FP16);
   } else if (precision == "fp32") {
-    spec.precision = Precision::kFp32;
+    r.set_precision(v1::PRECISION_FP32);
   } else if (!precision.empty()) {
     return absl::InvalidArgumentError("--precision must be bf16, fp16 or fp32");
   }
   const std::string attention = absl::GetFlag(FLAGS_attention);
   if (attention == "flash") {
-    spec.flash_attention = true;
+    r.set_attention(v1::ATTENTION_FLASH);
   } else if (attention == "unfused") {
-    spec.flash_attention = false;
+    r.set_attention(v1::ATTENTION_UNFUSED);
   } else if (!attention.empty()) {
     return absl::InvalidArgumentError("--attention must be flash or unfused");
   }
-  return spec;
+  if (WorkloadPreset(r.workload_preset()).status().code() ==
+      absl::StatusCode::kNotFound) {
+    return WorkloadPreset(r.workload_preset()).status();
+  }
+  return r;
 }
 
 absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
@@ -234,25 +270,150 @@ absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
   return budget;
 }
 
-int Generate() {
-  absl::StatusOr<Hardware> hardware = LoadHardware();
-  if (!hardware.ok()) return HardwareExit(hardware.status());
-  absl::StatusOr<WorkloadSpec> spec = SpecFromFlags();
-  if (!spec.ok()) return ExitFor(spec.status(), kUsageExit);
-  absl::StatusOr<v1::Trace> trace = GenerateTrace(*spec, *hardware);
-  if (!trace.ok()) return ExitFor(trace.status(), kFailureExit);
+// What simulate, plan, compare, frontier and bench-server all start from.
+struct Inputs {
+  v1::Trace trace_proto;
+  v1::Hardware hardware_proto;
+  Trace trace;  // validated locally too: for budgets and printing
+  Hardware hardware;
+  v1::Budget budget;
+};
+
+// Hardware, trace and budget from the flags, or the exit status.
+absl::StatusOr<Inputs> LoadInputs(Backend& backend, int& exit_code) {
+  Inputs in;
+  auto fail = [&](const absl::Status& status, int code) {
+    exit_code = ExitFor(status, code);
+    return status;
+  };
+  const std::string hardware = absl::GetFlag(FLAGS_hardware);
+  if (LooksLikePath(hardware)) {
+    absl::Status read = ReadMessageFile(hardware, &in.hardware_proto);
+    if (!read.ok()) return fail(read, kFailureExit);
+  } else {
+    absl::StatusOr<Hardware> preset = HardwarePreset(hardware);
+    if (!preset.ok()) return fail(preset.status(), kUsageExit);
+    in.hardware_proto = HardwareToProto(*preset);
+  }
+  absl::StatusOr<Hardware> converted = HardwareFromProto(in.hardware_proto);
+  if (!converted.ok()) return fail(converted.status(), kFailureExit);
+  in.hardware = *converted;
+  absl::StatusOr<v1::Budget> budget = ParseBudget(absl::GetFlag(FLAGS_budget));
+  if (!budget.ok()) return fail(budget.status(), kUsageExit);
+  in.budget = *budget;
+  if (!absl::GetFlag(FLAGS_trace).empty()) {
+    absl::Status read =
+        ReadMessageFile(absl::GetFlag(FLAGS_trace), &in.trace_proto);
+    if (!read.ok()) return fail(read, kFailureExit);
+  } else {
+    absl::StatusOr<v1::GenerateTraceRequest> request =
+        GenerateRequestFromFlags();
+    if (!request.ok()) return fail(request.status(), kUsageExit);
+    if (LooksLikePath(hardware)) {
+      return fail(
+          absl::InvalidArgumentError("a generated trace needs a hardware "
+                                     "preset; give --trace with a hardware "
+                                     "file"),
+          kUsageExit);
+    }
+    absl::StatusOr<v1::GenerateTraceResponse> generated =
+        backend.GenerateTrace(*request);
+    if (!generated.ok()) return fail(generated.status(), kFailureExit);
+    in.trace_proto = std::move(*generated->mutable_trace());
+  }
+  absl::StatusOr<Trace> trace = TraceFromProto(in.trace_proto);
+  if (!trace.ok()) return fail(trace.status(), kFailureExit);
+  in.trace = *std::move(trace);
+  return in;
+}
+
+std::string OffloadLag(const v1::Metrics& m) {
+  if (m.swapped_bytes() == 0) return "nothing offloaded";
+  if (m.last_offload_lag_ns() <= 0) {
+    return "offloads done " + Millis(-m.last_offload_lag_ns()) +
+           " before the forward pass ended";
+  }
+  return "last offload ended " + Millis(m.last_offload_lag_ns()) +
+         " after the forward pass";
+}
+
+void PrintMetrics(const Inputs& in, const std::string& policy,
+                  const v1::Metrics& m) {
+  const int64_t peak = AllKeepPeakBytes(in.trace);
+  std::string budget = Gigabytes(m.budget_bytes());
+  if (m.budget_bytes() != kUnlimitedBytes && peak > 0) {
+    absl::StrAppend(
+        &budget,
+        absl::StrFormat(" (%.1f%% of the all-keep peak, %s)",
+                        100.0 * m.budget_bytes() / peak, Gigabytes(peak)));
+  }
+  std::cout << absl::StrFormat(
+      "trace        %s (%d ops, %d tensors, %s saved)\n"
+      "hardware     %s (D2H %s/s, H2D %s/s)\n"
+      "policy       %s\n"
+      "budget       %s\n",
+      in.trace.name, in.trace.num_ops(), in.trace.num_tensors(),
+      Gigabytes(in.trace.total_tensor_bytes), in.hardware.name,
+      Gigabytes(in.hardware.d2h_bytes_per_second),
+      Gigabytes(in.hardware.h2d_bytes_per_second), policy, budget);
+  if (m.outcome() != v1::SIMULATION_OUTCOME_COMPLETED) {
+    std::cout << "outcome      INFEASIBLE: " << m.infeasibility().reason()
+              << "\n";
+    return;
+  }
+  std::cout << absl::StrFormat(
+      "outcome      completed\n"
+      "iteration    %s (ideal %s): %.1f%% of ideal throughput\n"
+      "stall        prefetch %s, memory %s, barrier %s\n"
+      "recompute    %s\n"
+      "bytes        kept %s, swapped %s, recomputed %s; peak resident %s\n"
+      "link         D2H busy %s, H2D busy %s; %s\n",
+      Millis(m.iteration_ns()), Millis(m.ideal_ns()),
+      100 * m.throughput_ratio(), Millis(m.prefetch_wait_ns()),
+      Millis(m.memory_wait_ns()), Millis(m.barrier_wait_ns()),
+      Millis(m.recompute_ns()), Gigabytes(m.kept_bytes()),
+      Gigabytes(m.swapped_bytes()), Gigabytes(m.recomputed_bytes()),
+      Gigabytes(m.peak_resident_bytes()), Millis(m.d2h_busy_ns()),
+      Millis(m.h2d_busy_ns()), OffloadLag(m));
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::PermissionDeniedError("cannot write " + path);
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok)
+    return absl::DataLossError("short write to " + path);
+  return absl::OkStatus();
+}
+
+int Generate(Backend& backend) {
+  absl::StatusOr<v1::GenerateTraceRequest> request = GenerateRequestFromFlags();
+  if (!request.ok()) return ExitFor(request.status(), kUsageExit);
+  if (LooksLikePath(request->hardware_preset())) {
+    return ExitFor(
+        absl::InvalidArgumentError("generate: --hardware must name a preset"),
+        kUsageExit);
+  }
+  if (!HardwarePreset(request->hardware_preset()).ok()) {
+    return ExitFor(HardwarePreset(request->hardware_preset()).status(),
+                   kUsageExit);
+  }
+  absl::StatusOr<v1::GenerateTraceResponse> response =
+      backend.GenerateTrace(*request);
+  if (!response.ok()) return ExitFor(response.status(), kFailureExit);
   const std::string out = absl::GetFlag(FLAGS_out);
   if (!out.empty()) {
-    absl::Status written = WriteMessageFile(out, *trace, FormatForPath(out));
+    absl::Status written =
+        WriteMessageFile(out, response->trace(), FormatForPath(out));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   const std::string hardware_out = absl::GetFlag(FLAGS_hardware_out);
   if (!hardware_out.empty()) {
-    absl::Status written = WriteMessageFile(
-        hardware_out, HardwareToProto(*hardware), FormatForPath(hardware_out));
+    absl::Status written = WriteMessageFile(hardware_out, response->hardware(),
+                                            FormatForPath(hardware_out));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
-  const TraceSummary s = Summarize(*trace, *hardware);
+  const v1::TraceSummary& s = response->summary();
   std::cout << absl::StrFormat(
       "trace              %s\n"
       "operators          %d\n"
@@ -263,208 +424,114 @@ int Generate() {
       "forward time       %s\n"
       "ideal iteration    %s\n"
       "hideable fraction  %.1f%% (D2H %s/s during the forward pass)\n",
-      trace->name(), trace->operators_size(), trace->tensors_size(),
-      Gigabytes(s.saved_bytes), static_cast<double>(s.forward_flops),
-      s.flops_per_saved_byte, Millis(s.forward_ns), Millis(s.iteration_ns),
-      100 * s.hideable_fraction, Gigabytes(hardware->d2h_bytes_per_second));
+      response->trace().name(), response->trace().operators_size(),
+      response->trace().tensors_size(), Gigabytes(s.saved_bytes()),
+      static_cast<double>(s.forward_flops()), s.flops_per_saved_byte(),
+      Millis(s.forward_ns()), Millis(s.ideal_ns()), 100 * s.hideable_fraction(),
+      Gigabytes(response->hardware().d2h_bytes_per_second()));
   if (!out.empty()) std::cout << "written to         " << out << "\n";
   return 0;
 }
 
-std::string OffloadLag(const SimulationResult& r) {
-  if (r.swapped_bytes == 0) return "nothing offloaded";
-  if (r.last_offload_lag_ns <= 0) {
-    return "offloads done " + Millis(-r.last_offload_lag_ns) +
-           " before the forward pass ended";
-  }
-  return "last offload ended " + Millis(r.last_offload_lag_ns) +
-         " after the forward pass";
-}
-
-void PrintMetrics(const Trace& trace, const Hardware& hardware,
-                  const std::string& policy, const SimulationResult& r) {
-  const int64_t peak = AllKeepPeakBytes(trace);
-  std::string budget = Gigabytes(r.budget_bytes);
-  if (r.budget_bytes != kUnlimitedBytes && peak > 0) {
-    absl::StrAppend(
-        &budget,
-        absl::StrFormat(" (%.1f%% of the all-keep peak, %s)",
-                        100.0 * r.budget_bytes / peak, Gigabytes(peak)));
-  }
-  std::cout << absl::StrFormat(
-      "trace        %s (%d ops, %d tensors, %s saved)\n"
-      "hardware     %s (D2H %s/s, H2D %s/s)\n"
-      "policy       %s\n"
-      "budget       %s\n",
-      trace.name, trace.num_ops(), trace.num_tensors(),
-      Gigabytes(trace.total_tensor_bytes), hardware.name,
-      Gigabytes(hardware.d2h_bytes_per_second),
-      Gigabytes(hardware.h2d_bytes_per_second), policy, budget);
-  if (!r.feasible) {
-    std::cout << "outcome      INFEASIBLE: " << r.infeasibility.reason << "\n";
-    return;
-  }
-  std::cout << absl::StrFormat(
-      "outcome      completed\n"
-      "iteration    %s (ideal %s): %.1f%% of ideal throughput\n"
-      "stall        prefetch %s, memory %s, barrier %s\n"
-      "recompute    %s\n"
-      "bytes        kept %s, swapped %s, recomputed %s; peak resident %s\n"
-      "link         D2H busy %s, H2D busy %s; %s\n",
-      Millis(r.iteration_ns), Millis(r.ideal_ns), 100 * r.throughput_ratio,
-      Millis(r.prefetch_wait_ns), Millis(r.memory_wait_ns),
-      Millis(r.barrier_wait_ns), Millis(r.recompute_ns),
-      Gigabytes(r.kept_bytes), Gigabytes(r.swapped_bytes),
-      Gigabytes(r.recomputed_bytes), Gigabytes(r.peak_resident_bytes),
-      Millis(r.d2h_busy_ns), Millis(r.h2d_busy_ns), OffloadLag(r));
-}
-
-struct Inputs {
-  Hardware hardware;
-  Trace trace;
-  v1::Budget budget;
-};
-
-// Hardware, trace and budget from the flags; on failure, the exit status.
-absl::StatusOr<Inputs> LoadInputs(int& exit_code) {
-  Inputs in;
-  absl::StatusOr<Hardware> hardware = LoadHardware();
-  if (!hardware.ok())
-    return exit_code = HardwareExit(hardware.status()), hardware.status();
-  in.hardware = *std::move(hardware);
-  absl::StatusOr<v1::Budget> budget = ParseBudget(absl::GetFlag(FLAGS_budget));
-  if (!budget.ok())
-    return exit_code = ExitFor(budget.status(), kUsageExit), budget.status();
-  in.budget = *budget;
-  v1::Trace proto;
-  if (!absl::GetFlag(FLAGS_trace).empty()) {
-    absl::Status read = ReadMessageFile(absl::GetFlag(FLAGS_trace), &proto);
-    if (!read.ok()) return exit_code = ExitFor(read, kFailureExit), read;
-  } else {
-    absl::StatusOr<WorkloadSpec> spec = SpecFromFlags();
-    if (!spec.ok())
-      return exit_code = ExitFor(spec.status(), kUsageExit), spec.status();
-    absl::StatusOr<v1::Trace> generated = GenerateTrace(*spec, in.hardware);
-    if (!generated.ok()) {
-      return exit_code = ExitFor(generated.status(), kFailureExit),
-             generated.status();
-    }
-    proto = *std::move(generated);
-  }
-  absl::StatusOr<Trace> trace = TraceFromProto(proto);
-  if (!trace.ok())
-    return exit_code = ExitFor(trace.status(), kFailureExit), trace.status();
-  in.trace = *std::move(trace);
-  return in;
-}
-
-int SimulateCommand() {
+int SimulateCommand(Backend& backend) {
   int exit_code = 0;
-  absl::StatusOr<Inputs> inputs = LoadInputs(exit_code);
+  absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
   if (!inputs.ok()) return exit_code;
-  const Hardware& hardware = inputs->hardware;
-  const Trace& trace = inputs->trace;
-  v1::Budget& budget = inputs->budget;
+  v1::SimulateRequest request;
+  *request.mutable_trace() = inputs->trace_proto;
+  *request.mutable_hardware() = inputs->hardware_proto;
+  *request.mutable_budget() = inputs->budget;
+  request.set_per_layer_barriers(absl::GetFlag(FLAGS_barriers));
+  request.set_include_timeline(!absl::GetFlag(FLAGS_timeline).empty());
   std::string policy = absl::GetFlag(FLAGS_policy);
-  Plan plan;
   if (!absl::GetFlag(FLAGS_plan).empty()) {
-    v1::Plan plan_proto;
-    absl::Status read = ReadMessageFile(absl::GetFlag(FLAGS_plan), &plan_proto);
+    absl::Status read =
+        ReadMessageFile(absl::GetFlag(FLAGS_plan), request.mutable_plan());
     if (!read.ok()) return ExitFor(read, kFailureExit);
-    absl::StatusOr<Plan> parsed = PlanFromProto(trace, plan_proto);
-    if (!parsed.ok()) return ExitFor(parsed.status(), kFailureExit);
-    plan = *std::move(parsed);
     policy = "plan " + absl::GetFlag(FLAGS_plan);
-  } else if (policy == "ideal") {
-    plan = IdealPlan(trace);
-    budget.set_unlimited(true);
-  } else if (policy == "all-keep") {
-    plan = Plan::AllKeep(trace);
-  } else if (policy == "all-swap") {
-    plan = AllSwapPlan(trace);
   } else {
-    return ExitFor(absl::InvalidArgumentError(
-                       "--policy must be ideal, all-keep or all-swap"),
-                   kUsageExit);
+    Plan plan;
+    if (policy == "ideal") {
+      plan = IdealPlan(inputs->trace);
+      request.mutable_budget()->set_unlimited(true);
+    } else if (policy == "all-keep") {
+      plan = Plan::AllKeep(inputs->trace);
+    } else if (policy == "all-swap") {
+      plan = AllSwapPlan(inputs->trace);
+    } else {
+      return ExitFor(absl::InvalidArgumentError(
+                         "--policy must be ideal, all-keep or all-swap"),
+                     kUsageExit);
+    }
+    *request.mutable_plan() =
+        PlanToProto(plan, DeriveSchedule(inputs->trace, plan));
   }
-  absl::StatusOr<int64_t> budget_bytes = ResolveBudget(trace, budget);
-  if (!budget_bytes.ok()) return ExitFor(budget_bytes.status(), kUsageExit);
-
-  SimulationOptions options;
-  options.budget_bytes = *budget_bytes;
-  options.per_layer_barriers = absl::GetFlag(FLAGS_barriers);
-  options.record_timeline = !absl::GetFlag(FLAGS_timeline).empty();
-  absl::StatusOr<SimulationResult> result =
-      Simulate(trace, hardware, plan, options);
-  if (!result.ok()) return ExitFor(result.status(), kFailureExit);
-
+  absl::StatusOr<int64_t> budget =
+      ResolveBudget(inputs->trace, request.budget());
+  if (!budget.ok()) return ExitFor(budget.status(), kUsageExit);
+  absl::StatusOr<v1::SimulateResponse> response = backend.Simulate(request);
+  if (!response.ok()) return ExitFor(response.status(), kFailureExit);
   if (!absl::GetFlag(FLAGS_plan_out).empty()) {
     const std::string path = absl::GetFlag(FLAGS_plan_out);
     absl::Status written =
-        WriteMessageFile(path, PlanToProto(plan, DeriveSchedule(trace, plan)),
-                         FormatForPath(path));
+        WriteMessageFile(path, response->plan(), FormatForPath(path));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
-  if (options.record_timeline) {
-    const std::string path = absl::GetFlag(FLAGS_timeline);
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    if (f == nullptr) {
-      return ExitFor(absl::PermissionDeniedError("cannot write " + path),
-                     kFailureExit);
-    }
-    const std::string json = ChromeTraceJson(trace, *result);
-    const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
-    if (std::fclose(f) != 0 || !ok) {
-      return ExitFor(absl::DataLossError("short write to " + path),
-                     kFailureExit);
-    }
+  if (request.include_timeline()) {
+    absl::Status written =
+        WriteText(absl::GetFlag(FLAGS_timeline),
+                  ChromeTraceJson(inputs->trace_proto, response->timeline(),
+                                  response->metrics().iteration_ns()));
+    if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   if (absl::GetFlag(FLAGS_json)) {
-    std::cout << ToJson(MetricsToProto(*result)) << "\n";
+    std::cout << ToJson(response->metrics()) << "\n";
   } else {
-    PrintMetrics(trace, hardware, policy, *result);
+    PrintMetrics(*inputs, policy, response->metrics());
   }
   return 0;
 }
 
-int PlanCommand() {
-  int exit_code = 0;
-  absl::StatusOr<Inputs> inputs = LoadInputs(exit_code);
-  if (!inputs.ok()) return exit_code;
-  const Trace& trace = inputs->trace;
-  absl::StatusOr<int64_t> budget_bytes = ResolveBudget(trace, inputs->budget);
-  if (!budget_bytes.ok()) return ExitFor(budget_bytes.status(), kUsageExit);
-  v1::PlannerOptions options_proto;
-  options_proto.set_guard_fraction(absl::GetFlag(FLAGS_guard));
+absl::StatusOr<v1::PlannerOptions> PlannerOptionsFromFlags() {
+  v1::PlannerOptions options;
+  options.set_guard_fraction(absl::GetFlag(FLAGS_guard));
   const std::string ranking = absl::GetFlag(FLAGS_ranking);
   if (ranking == "cost") {
-    options_proto.set_ranking(v1::SWAP_RANKING_RECOMPUTE_COST_PER_BYTE);
+    options.set_ranking(v1::SWAP_RANKING_RECOMPUTE_COST_PER_BYTE);
   } else if (ranking == "production") {
-    options_proto.set_ranking(v1::SWAP_RANKING_PRODUCTION_ORDER);
+    options.set_ranking(v1::SWAP_RANKING_PRODUCTION_ORDER);
   } else {
-    return ExitFor(
-        absl::InvalidArgumentError("--ranking must be cost or production"),
-        kUsageExit);
+    return absl::InvalidArgumentError("--ranking must be cost or production");
   }
-  options_proto.set_link_budget_pass(absl::GetFlag(FLAGS_link_budget_pass));
-  options_proto.set_per_layer_barriers(absl::GetFlag(FLAGS_barriers));
-  absl::StatusOr<PlannerOptions> options =
-      PlannerOptionsFromProto(options_proto);
-  if (!options.ok()) return ExitFor(options.status(), kUsageExit);
+  options.set_link_budget_pass(absl::GetFlag(FLAGS_link_budget_pass));
+  options.set_per_layer_barriers(absl::GetFlag(FLAGS_barriers));
+  SLACKSWAP_RETURN_IF_ERROR(PlannerOptionsFromProto(options).status());
+  return options;
+}
 
-  absl::StatusOr<Policy> policy = PolicyFromName(absl::GetFlag(FLAGS_planner));
-  if (!policy.ok()) return ExitFor(policy.status(), kUsageExit);
-  PolicyOptions policy_options;
-  policy_options.slackswap = *options;
-  policy_options.genetic_search.max_evaluations =
-      absl::GetFlag(FLAGS_genetic_evaluations);
-  const absl::Time started = absl::Now();
-  absl::StatusOr<PlanningResult> result = RunPolicy(
-      *policy, trace, inputs->hardware, *budget_bytes, policy_options);
-  const absl::Duration planning_time = absl::Now() - started;
-  if (!result.ok()) return ExitFor(result.status(), kFailureExit);
-  const v1::PlanningReport report = PlanningReportToProto(trace, *result);
+absl::StatusOr<v1::PlanRequest> PlanRequestFromFlags(const Inputs& in) {
+  v1::PlanRequest request;
+  *request.mutable_trace() = in.trace_proto;
+  *request.mutable_hardware() = in.hardware_proto;
+  *request.mutable_budget() = in.budget;
+  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_options(),
+                             PlannerOptionsFromFlags());
+  SLACKSWAP_ASSIGN_OR_RETURN(Policy policy,
+                             PolicyFromName(absl::GetFlag(FLAGS_planner)));
+  request.set_policy(PolicyToProto(policy));
+  SLACKSWAP_RETURN_IF_ERROR(ResolveBudget(in.trace, in.budget).status());
+  return request;
+}
 
+int PlanCommand(Backend& backend) {
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
+  if (!inputs.ok()) return exit_code;
+  absl::StatusOr<v1::PlanRequest> request = PlanRequestFromFlags(*inputs);
+  if (!request.ok()) return ExitFor(request.status(), kUsageExit);
+  absl::StatusOr<v1::PlanResponse> response = backend.Plan(*request);
+  if (!response.ok()) return ExitFor(response.status(), kFailureExit);
+  const v1::PlanningReport& report = response->report();
   if (!absl::GetFlag(FLAGS_plan_out).empty()) {
     const std::string path = absl::GetFlag(FLAGS_plan_out);
     absl::Status written =
@@ -478,79 +545,80 @@ int PlanCommand() {
     std::cout << ToJson(printed) << "\n";
     return 0;
   }
-  if (!result->feasible) {
-    std::cout << "outcome      INFEASIBLE: " << result->reason << "\n";
+  const double planning_ms =
+      static_cast<double>(response->planning_time_ns()) / 1e6;
+  if (report.outcome() != v1::PLAN_OUTCOME_PLANNED) {
+    std::cout << "outcome      INFEASIBLE: " << report.reason() << "\n";
     std::cout << absl::StrFormat("planner      planned in %.2f ms\n",
-                                 absl::ToDoubleMilliseconds(planning_time));
+                                 planning_ms);
     return 0;
   }
-  PrintMetrics(trace, inputs->hardware, PolicyName(*policy), result->replay);
+  PrintMetrics(*inputs, absl::GetFlag(FLAGS_planner), report.metrics());
+  const v1::PlannerStatistics& st = report.statistics();
   std::cout << absl::StrFormat(
       "lower bound  %s: the plan is within %.2f%% of any plan's iteration "
       "time\n"
       "planner      %d swaps admitted, %d recomputes, %d blocks, %d replays, "
       "%d repairs; "
       "planned in %.2f ms\n",
-      Millis(result->lower_bound.iteration_ns), 100 * result->GapToLowerBound(),
-      result->stats.swaps_admitted, result->stats.recomputes_marked,
-      result->stats.blocks_recomputed, result->stats.repair_iterations,
-      result->stats.repairs, absl::ToDoubleMilliseconds(planning_time));
+      Millis(report.lower_bound_ns()), 100 * report.gap_to_lower_bound(),
+      st.swaps_admitted(), st.recomputes_marked(), st.blocks_recomputed(),
+      st.repair_iterations(), st.repairs(), planning_ms);
   return 0;
 }
 
-int CompareCommand() {
+int CompareCommand(Backend& backend) {
   int exit_code = 0;
-  absl::StatusOr<Inputs> inputs = LoadInputs(exit_code);
+  absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
   if (!inputs.ok()) return exit_code;
-  const Trace& trace = inputs->trace;
-  std::vector<int64_t> budgets;
+  v1::CompareRequest request;
+  *request.mutable_trace() = inputs->trace_proto;
+  *request.mutable_hardware() = inputs->hardware_proto;
   for (absl::string_view text :
        absl::StrSplit(absl::GetFlag(FLAGS_budgets), ',')) {
     absl::StatusOr<v1::Budget> budget = ParseBudget(std::string(text));
     if (!budget.ok()) return ExitFor(budget.status(), kUsageExit);
-    absl::StatusOr<int64_t> bytes = ResolveBudget(trace, *budget);
-    if (!bytes.ok()) return ExitFor(bytes.status(), kUsageExit);
-    budgets.push_back(*bytes);
+    absl::Status resolved = ResolveBudget(inputs->trace, *budget).status();
+    if (!resolved.ok()) return ExitFor(resolved, kUsageExit);
+    *request.add_budgets() = *budget;
   }
-  std::vector<Policy> policies;
   for (absl::string_view name :
        absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
     absl::StatusOr<Policy> policy = PolicyFromName(name);
     if (!policy.ok()) return ExitFor(policy.status(), kUsageExit);
-    policies.push_back(*policy);
+    request.add_policies(PolicyToProto(*policy));
   }
-  PolicyOptions options;
-  options.genetic_search.max_evaluations =
-      absl::GetFlag(FLAGS_genetic_evaluations);
-  absl::StatusOr<v1::Comparison> comparison =
-      Compare(trace, inputs->hardware, budgets, policies, options);
-  if (!comparison.ok()) return ExitFor(comparison.status(), kFailureExit);
+  request.set_genetic_search_evaluations(
+      absl::GetFlag(FLAGS_genetic_evaluations));
+  absl::StatusOr<v1::CompareResponse> response = backend.Compare(request);
+  if (!response.ok()) return ExitFor(response.status(), kFailureExit);
+  const v1::Comparison& comparison = response->comparison();
   if (absl::GetFlag(FLAGS_json)) {
-    std::cout << ToJson(*comparison) << "\n";
+    std::cout << ToJson(comparison) << "\n";
     return 0;
   }
   std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n\n",
-                               trace.name, inputs->hardware.name,
-                               Millis(comparison->ideal_ns()),
-                               Gigabytes(comparison->all_keep_peak_bytes()));
+                               inputs->trace.name, inputs->hardware.name,
+                               Millis(comparison.ideal_ns()),
+                               Gigabytes(comparison.all_keep_peak_bytes()));
   std::cout << absl::StrFormat("%-8s %-27s %9s %12s %10s %10s %9s %9s %9s\n",
                                "budget", "policy", "% ideal", "iteration",
                                "stall", "recompute", "swapped", "recomp.",
                                "vs bound");
-  size_t i = 0;
-  for (const v1::ComparisonEntry& e : comparison->entries()) {
+  for (const v1::ComparisonEntry& e : comparison.entries()) {
     const v1::PlanningReport& r = e.report();
     const v1::Metrics& m = r.metrics();
-    const std::string policy = PolicyName(policies[i++ % policies.size()]);
+    absl::StatusOr<Policy> policy = PolicyFromProto(e.policy(), "policy");
+    const std::string name = policy.ok() ? PolicyName(*policy) : "?";
     const std::string budget =
         absl::StrFormat("%.0f%%", 100 * e.budget_fraction_of_peak());
     if (r.outcome() != v1::PLAN_OUTCOME_PLANNED) {
-      std::cout << absl::StrFormat("%-8s %-27s %9s  %s\n", budget, policy, "-",
+      std::cout << absl::StrFormat("%-8s %-27s %9s  %s\n", budget, name, "-",
                                    "infeasible: " + r.reason().substr(0, 60));
       continue;
     }
     std::cout << absl::StrFormat(
-        "%-8s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%\n", budget, policy,
+        "%-8s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%\n", budget, name,
         100 * m.throughput_ratio(), Millis(m.iteration_ns()),
         Millis(m.prefetch_wait_ns() + m.memory_wait_ns() + m.barrier_wait_ns()),
         Millis(m.recompute_ns()), Gigabytes(m.swapped_bytes()),
@@ -559,7 +627,141 @@ int CompareCommand() {
   return 0;
 }
 
-// A row of the calibration table: one workload on one hardware preset.
+int FrontierCommand(Backend& backend) {
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
+  if (!inputs.ok()) return exit_code;
+  v1::FrontierRequest request;
+  *request.mutable_trace() = inputs->trace_proto;
+  *request.mutable_hardware() = inputs->hardware_proto;
+  request.set_target_throughput_ratio(absl::GetFlag(FLAGS_target));
+  const std::string fractions = absl::GetFlag(FLAGS_fractions);
+  if (!fractions.empty()) {
+    for (absl::string_view text : absl::StrSplit(fractions, ',')) {
+      double f = 0;
+      if (!absl::SimpleAtod(text, &f)) {
+        return ExitFor(
+            absl::InvalidArgumentError("--fractions must be numbers in (0, 1]"),
+            kUsageExit);
+      }
+      request.add_budget_fractions(f);
+    }
+  }
+  absl::StatusOr<v1::PlannerOptions> options = PlannerOptionsFromFlags();
+  if (!options.ok()) return ExitFor(options.status(), kUsageExit);
+  *request.mutable_options() = *options;
+  absl::StatusOr<v1::FrontierResponse> response = backend.Frontier(request);
+  if (!response.ok()) {
+    const int code =
+        response.status().code() == absl::StatusCode::kInvalidArgument
+            ? kUsageExit
+            : kFailureExit;
+    return ExitFor(response.status(), code);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(*response) << "\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n\n",
+                               inputs->trace.name, inputs->hardware.name,
+                               Millis(response->ideal_ns()),
+                               Gigabytes(response->all_keep_peak_bytes()));
+  std::cout << absl::StrFormat("%-8s %12s %9s %12s %10s %10s\n", "budget",
+                               "bytes", "% ideal", "iteration", "swapped",
+                               "recomp.");
+  auto row = [](const v1::FrontierPoint& p) {
+    if (p.outcome() != v1::PLAN_OUTCOME_PLANNED) {
+      return absl::StrFormat("%-7.1f%% %12s %9s\n",
+                             100 * p.budget_fraction_of_peak(),
+                             Gigabytes(p.budget_bytes()), "infeasible");
+    }
+    return absl::StrFormat(
+        "%-7.1f%% %12s %8.1f%% %12s %10s %10s\n",
+        100 * p.budget_fraction_of_peak(), Gigabytes(p.budget_bytes()),
+        100 * p.throughput_ratio(), Millis(p.iteration_ns()),
+        Gigabytes(p.swapped_bytes()), Gigabytes(p.recomputed_bytes()));
+  };
+  for (const v1::FrontierPoint& p : response->points()) std::cout << row(p);
+  if (request.target_throughput_ratio() > 0) {
+    if (response->target_reached()) {
+      std::cout << absl::StrFormat(
+                       "\nsmallest budget reaching %.1f%% of ideal:\n",
+                       100 * request.target_throughput_ratio())
+                << row(response->smallest_budget());
+    } else {
+      std::cout << absl::StrFormat("\nno budget reaches %.1f%% of ideal\n",
+                                   100 * request.target_throughput_ratio());
+    }
+  }
+  return 0;
+}
+
+int BenchServer(Backend& backend) {
+  const bool local = absl::GetFlag(FLAGS_local);
+  if (local == !absl::GetFlag(FLAGS_server).empty()) {
+    return ExitFor(absl::InvalidArgumentError(
+                       "bench-server needs --server ADDRESS or --local"),
+                   kUsageExit);
+  }
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
+  if (!inputs.ok()) return exit_code;
+  absl::StatusOr<v1::PlanRequest> request = PlanRequestFromFlags(*inputs);
+  if (!request.ok()) return ExitFor(request.status(), kUsageExit);
+  std::shared_ptr<grpc::Channel> channel;
+  if (!local) {
+    ConnectionOptions connection;
+    connection.address = absl::GetFlag(FLAGS_server);
+    connection.ca_file = absl::GetFlag(FLAGS_tls_ca);
+    connection.client_cert_file = absl::GetFlag(FLAGS_tls_cert);
+    connection.client_key_file = absl::GetFlag(FLAGS_tls_key);
+    connection.server_name = absl::GetFlag(FLAGS_tls_server_name);
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> made =
+        MakeChannel(connection);
+    if (!made.ok()) return ExitFor(made.status(), kFailureExit);
+    channel = *made;
+  }
+  LoadOptions options;
+  options.concurrency = absl::GetFlag(FLAGS_concurrency);
+  options.duration = absl::GetFlag(FLAGS_duration);
+  options.max_requests = absl::GetFlag(FLAGS_requests);
+  options.deadline = absl::GetFlag(FLAGS_deadline);
+  if (options.concurrency < 1 || options.concurrency > 1024) {
+    return ExitFor(
+        absl::InvalidArgumentError("--concurrency must be in [1, 1024]"),
+        kUsageExit);
+  }
+  const LoadReport r = RunLoad(channel, *request, options);
+  std::vector<std::string> errors;
+  for (const auto& [code, n] : r.errors)
+    errors.push_back(absl::StrCat(code, "=", n));
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << absl::StrFormat(
+        "{\"target\": \"%s\", \"concurrency\": %d, \"calls\": %d, \"ok\": %d, "
+        "\"seconds\": %.3f, "
+        "\"requests_per_second\": %.2f, \"p50_ms\": %.3f, \"p90_ms\": %.3f, "
+        "\"p99_ms\": %.3f, "
+        "\"max_ms\": %.3f, \"errors\": {%s}}\n",
+        local ? "in-process" : "server", options.concurrency, r.calls, r.ok,
+        r.seconds, r.requests_per_second, r.p50_ms, r.p90_ms, r.p99_ms,
+        r.max_ms,
+        absl::StrJoin(r.errors, ", ", [](std::string* out, const auto& e) {
+          absl::StrAppend(out, "\"", e.first, "\": ", e.second);
+        }));
+    return 0;
+  }
+  std::cout << absl::StrFormat(
+      "target       %s\nconcurrency  %d\ncalls        %d in %.2f s (%d ok)\n"
+      "throughput   %.1f plans/s\nlatency      p50 %.2f ms, p90 %.2f ms, p99 "
+      "%.2f ms, max "
+      "%.2f ms\nerrors       %s\n",
+      local ? "in-process" : absl::GetFlag(FLAGS_server), options.concurrency,
+      r.calls, r.seconds, r.ok, r.requests_per_second, r.p50_ms, r.p90_ms,
+      r.p99_ms, r.max_ms,
+      errors.empty() ? "none" : absl::StrJoin(errors, ", "));
+  return 0;
+}
+
 absl::Status PrintCalibrationRow(const std::string& preset,
                                  int64_t sequence_length,
                                  const std::string& gpu) {
@@ -618,6 +820,22 @@ int Presets() {
   return 0;
 }
 
+int Report() {
+  ReportOptions options;
+  options.out_dir = absl::GetFlag(FLAGS_out_dir);
+  options.quick = absl::GetFlag(FLAGS_quick);
+  options.genetic_evaluations = absl::GetFlag(FLAGS_genetic_evaluations);
+  if (options.quick) {
+    options.genetic_evaluations =
+        std::min<int64_t>(options.genetic_evaluations, 600);
+    options.swapadvisor_evaluations = 300;
+  }
+  const absl::Status status = WriteReport(options);
+  if (!status.ok()) return ExitFor(status, kFailureExit);
+  std::cout << "wrote " << options.out_dir << "/results.md\n";
+  return 0;
+}
+
 }  // namespace
 }  // namespace slackswap
 
@@ -629,34 +847,27 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string command = positional[1];
-  if (command == "generate") return slackswap::Generate();
-  if (command == "simulate") return slackswap::SimulateCommand();
-  if (command == "presets") return slackswap::Presets();
-  if (command == "plan") return slackswap::PlanCommand();
-  if (command == "compare") return slackswap::CompareCommand();
-  if (command == "report") {
-    slackswap::ReportOptions options;
-    options.out_dir = absl::GetFlag(FLAGS_out_dir);
-    options.quick = absl::GetFlag(FLAGS_quick);
-    options.genetic_evaluations = absl::GetFlag(FLAGS_genetic_evaluations);
-    if (options.quick) {
-      options.genetic_evaluations =
-          std::min<int64_t>(options.genetic_evaluations, 600);
-      options.swapadvisor_evaluations = 300;
-    }
-    const absl::Status status = slackswap::WriteReport(options);
-    if (!status.ok()) {
-      std::cerr << "slackswap: " << status.message() << "\n";
-      return 1;
-    }
-    std::cout << "wrote " << options.out_dir << "/results.md\n";
-    return 0;
-  }
   if (command == "help") {
     std::cout << slackswap::kUsage << "\n";
     return 0;
   }
-  std::cerr << "slackswap: unknown command '" << command.substr(0, 40)
-            << "'; run 'slackswap help'\n";
-  return 2;
+  if (command == "presets") return slackswap::Presets();
+  if (command == "report") return slackswap::Report();
+  using Command = int (*)(slackswap::Backend&);
+  Command run = nullptr;
+  if (command == "generate") run = slackswap::Generate;
+  if (command == "simulate") run = slackswap::SimulateCommand;
+  if (command == "plan") run = slackswap::PlanCommand;
+  if (command == "compare") run = slackswap::CompareCommand;
+  if (command == "frontier") run = slackswap::FrontierCommand;
+  if (command == "bench-server") run = slackswap::BenchServer;
+  if (run == nullptr) {
+    std::cerr << "slackswap: unknown command '" << command.substr(0, 40)
+              << "'; run 'slackswap help'\n";
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<slackswap::Backend>> backend =
+      slackswap::MakeBackend();
+  if (!backend.ok()) return slackswap::ExitFor(backend.status(), 1);
+  return run(**backend);
 }

@@ -60,6 +60,8 @@ class PlanningServer {
   // 0 without a metrics endpoint.
   int metrics_port() const { return metrics_port_; }
   std::shared_ptr<grpc::Channel> InProcessChannel();
+  // Calls being handled now.
+  int inflight() const { return service_->inflight(); }
 
   // Health goes NOT_SERVING, no new calls are accepted, calls in flight get
   // `grace` to finish and are then cancelled. Returns when all are done.

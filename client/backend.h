@@ -1,0 +1,59 @@
+// File: backend.h
+//
+// Where the CLI's requests go: in-process (the same ServiceCore the server
+// runs) or to a slackswap-server over gRPC. Both return the same messages, so
+// every subcommand prints the same output either way.
+#ifndef SLACKSWAP_CLIENT_BACKEND_H_
+#define SLACKSWAP_CLIENT_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "slackswap/v1/service.grpc.pb.h"
+
+namespace slackswap {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual absl::StatusOr<v1::PlanResponse> Plan(
+      const v1::PlanRequest& request) = 0;
+  virtual absl::StatusOr<v1::SimulateResponse> Simulate(
+      const v1::SimulateRequest& request) = 0;
+  virtual absl::StatusOr<v1::CompareResponse> Compare(
+      const v1::CompareRequest& request) = 0;
+  virtual absl::StatusOr<v1::FrontierResponse> Frontier(
+      const v1::FrontierRequest& request) = 0;
+  virtual absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
+      const v1::GenerateTraceRequest& request) = 0;
+};
+
+struct ConnectionOptions {
+  // "host:port", or any gRPC target ("dns:///name:port").
+  std::string address;
+  // PEM files. TLS is on when ca_file is set; client_cert and client_key add
+  // a client certificate (mutual TLS).
+  std::string ca_file;
+  std::string client_cert_file;
+  std::string client_key_file;
+  // Overrides the name checked against the server certificate.
+  std::string server_name;
+  absl::Duration deadline = absl::Seconds(60);
+};
+
+// In-process; work stops when `deadline` passes (DEADLINE_EXCEEDED).
+std::unique_ptr<Backend> LocalBackend(absl::Duration deadline);
+
+// A channel with the TLS and message-size settings of `options`.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const ConnectionOptions& options);
+
+// Over gRPC. Errors keep the server's code and message.
+absl::StatusOr<std::unique_ptr<Backend>> RemoteBackend(
+    const ConnectionOptions& options);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_CLIENT_BACKEND_H_

@@ -1,0 +1,242 @@
+// Every RPC of PlannerService through a real gRPC server (in-process
+// channel), including each error class and its field path.
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "server/grpc_status.h"
+#include "server/server.h"
+#include "simulator/proto_convert.h"
+#include "slackswap/v1/service.grpc.pb.h"
+
+namespace slackswap {
+namespace {
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  // One server (and one metrics exposer, slow to stop) for the whole suite.
+  static void SetUpTestSuite() {
+    ServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    options.metrics_address = "";
+    options.max_concurrent_calls = 2;
+    options.worker_threads = 8;
+    server_ = PlanningServer::Start(options)->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    stub_ = v1::PlannerService::NewStub(server_->InProcessChannel());
+  }
+
+  v1::GenerateTraceResponse Generated(int layers = 4) {
+    v1::GenerateTraceRequest request;
+    request.set_workload_preset("llama-7b");
+    request.set_hardware_preset("a100");
+    request.set_layers(layers);
+    grpc::ClientContext context;
+    v1::GenerateTraceResponse response;
+    EXPECT_TRUE(stub_->GenerateTrace(&context, request, &response).ok());
+    return response;
+  }
+
+  v1::PlanRequest PlanRequest(double fraction) {
+    v1::GenerateTraceResponse g = Generated();
+    v1::PlanRequest request;
+    *request.mutable_trace() = g.trace();
+    *request.mutable_hardware() = g.hardware();
+    request.mutable_budget()->set_fraction_of_peak(fraction);
+    return request;
+  }
+
+  static PlanningServer* server_;
+  std::unique_ptr<v1::PlannerService::Stub> stub_;
+};
+
+PlanningServer* ServiceTest::server_ = nullptr;
+
+TEST_F(ServiceTest, GenerateTraceReturnsATraceAndItsSummary) {
+  const v1::GenerateTraceResponse g = Generated(3);
+  EXPECT_GT(g.trace().operators_size(), 50);
+  EXPECT_EQ(g.hardware().name(), "a100");
+  EXPECT_GT(g.summary().hideable_fraction(), 0);
+  EXPECT_TRUE(TraceFromProto(g.trace()).ok());
+}
+
+TEST_F(ServiceTest, PlanIsUnderBudgetDeterministicAndReplays) {
+  const v1::PlanRequest request = PlanRequest(0.6);
+  v1::PlanResponse a, b;
+  grpc::ClientContext ca, cb;
+  ASSERT_TRUE(stub_->Plan(&ca, request, &a).ok());
+  ASSERT_TRUE(stub_->Plan(&cb, request, &b).ok());
+  EXPECT_EQ(a.report().outcome(), v1::PLAN_OUTCOME_PLANNED);
+  EXPECT_LE(a.report().metrics().peak_resident_bytes(),
+            a.report().metrics().budget_bytes());
+  EXPECT_EQ(a.report().SerializeAsString(), b.report().SerializeAsString());
+  EXPECT_GT(a.planning_time_ns(), 0);
+
+  v1::SimulateRequest simulate;
+  *simulate.mutable_trace() = request.trace();
+  *simulate.mutable_hardware() = request.hardware();
+  *simulate.mutable_budget() = request.budget();
+  *simulate.mutable_plan() = a.report().plan();
+  simulate.set_include_timeline(true);
+  v1::SimulateResponse replay;
+  grpc::ClientContext cs;
+  ASSERT_TRUE(stub_->Simulate(&cs, simulate, &replay).ok());
+  EXPECT_EQ(replay.metrics().SerializeAsString(),
+            a.report().metrics().SerializeAsString());
+  EXPECT_GT(replay.timeline().events_size(), request.trace().operators_size());
+}
+
+TEST_F(ServiceTest, InfeasibleBudgetIsAnOkResponseThatSaysWhy) {
+  v1::PlanRequest request = PlanRequest(0.5);
+  request.mutable_budget()->set_bytes(1000);
+  v1::PlanResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->Plan(&context, request, &response).ok());
+  EXPECT_EQ(response.report().outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
+  EXPECT_TRUE(absl::StrContains(response.report().reason(), "bytes"))
+      << response.report().reason();
+}
+
+TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
+  v1::PlanRequest request = PlanRequest(0.5);
+  request.mutable_trace()->mutable_tensors(3)->set_use_ops(0, -7);
+  request.mutable_hardware()->set_d2h_bytes_per_second(0);
+  v1::PlanResponse response;
+  grpc::ClientContext context;
+  const grpc::Status status = stub_->Plan(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const std::vector<FieldViolation> violations = FieldViolationsOf(status);
+  ASSERT_FALSE(violations.empty());
+  EXPECT_EQ(violations[0].field, "trace.tensors[3].use_ops[0]");
+
+  // Each request kind names its own fields.
+  v1::CompareRequest compare;
+  *compare.mutable_trace() = PlanRequest(0.5).trace();
+  *compare.mutable_hardware() = PlanRequest(0.5).hardware();
+  compare.add_budgets()->set_fraction_of_peak(0.5);
+  compare.add_budgets()->set_bytes(-4);
+  compare.add_policies(v1::POLICY_SLACKSWAP);
+  v1::CompareResponse compared;
+  grpc::ClientContext cc;
+  const grpc::Status bad_budget = stub_->Compare(&cc, compare, &compared);
+  EXPECT_EQ(bad_budget.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_FALSE(FieldViolationsOf(bad_budget).empty());
+  EXPECT_EQ(FieldViolationsOf(bad_budget)[0].field, "budgets[1].bytes");
+
+  v1::GenerateTraceRequest generate;
+  generate.set_workload_preset("gpt-9");
+  generate.set_hardware_preset("a100");
+  v1::GenerateTraceResponse generated;
+  grpc::ClientContext cg;
+  const grpc::Status bad_preset =
+      stub_->GenerateTrace(&cg, generate, &generated);
+  EXPECT_EQ(bad_preset.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(FieldViolationsOf(bad_preset)[0].field, "workload_preset");
+
+  v1::SimulateRequest simulate;
+  *simulate.mutable_trace() = PlanRequest(0.5).trace();
+  *simulate.mutable_hardware() = PlanRequest(0.5).hardware();
+  simulate.mutable_budget()->set_unlimited(true);
+  v1::SimulateResponse simulated;
+  grpc::ClientContext cs;
+  const grpc::Status bad_plan = stub_->Simulate(&cs, simulate, &simulated);
+  EXPECT_EQ(FieldViolationsOf(bad_plan)[0].field, "plan.tensors");
+}
+
+TEST_F(ServiceTest, CompareAndFrontier) {
+  const v1::PlanRequest base = PlanRequest(0.5);
+  v1::CompareRequest compare;
+  *compare.mutable_trace() = base.trace();
+  *compare.mutable_hardware() = base.hardware();
+  compare.add_budgets()->set_fraction_of_peak(0.6);
+  compare.add_budgets()->set_fraction_of_peak(0.8);
+  compare.add_policies(v1::POLICY_SLACKSWAP);
+  compare.add_policies(v1::POLICY_CHECKPOINTING);
+  v1::CompareResponse compared;
+  grpc::ClientContext cc;
+  ASSERT_TRUE(stub_->Compare(&cc, compare, &compared).ok());
+  ASSERT_EQ(compared.comparison().entries_size(), 4);
+  EXPECT_EQ(compared.comparison().entries(1).policy(),
+            v1::POLICY_CHECKPOINTING);
+
+  v1::FrontierRequest frontier;
+  *frontier.mutable_trace() = base.trace();
+  *frontier.mutable_hardware() = base.hardware();
+  frontier.set_target_throughput_ratio(0.97);
+  v1::FrontierResponse curve;
+  grpc::ClientContext cf;
+  ASSERT_TRUE(stub_->Frontier(&cf, frontier, &curve).ok());
+  EXPECT_EQ(curve.points_size(), 19);
+  ASSERT_TRUE(curve.target_reached());
+  const v1::FrontierPoint& smallest = curve.smallest_budget();
+  EXPECT_GE(smallest.throughput_ratio(), 0.97);
+  // Nothing on the curve below the smallest budget reaches the target.
+  for (const v1::FrontierPoint& p : curve.points()) {
+    if (p.budget_bytes() < smallest.budget_bytes()) {
+      EXPECT_TRUE(p.outcome() != v1::PLAN_OUTCOME_PLANNED ||
+                  p.throughput_ratio() < 0.97);
+    }
+  }
+}
+
+TEST_F(ServiceTest, DeadlinesStopLongWork) {
+  const v1::PlanRequest base = PlanRequest(0.5);
+  v1::CompareRequest compare;
+  *compare.mutable_trace() = base.trace();
+  *compare.mutable_hardware() = base.hardware();
+  // Twenty genetic searches of 100,000 plans: tens of seconds of work.
+  for (int i = 0; i < 20; ++i)
+    compare.add_budgets()->set_fraction_of_peak(0.3 + 0.03 * i);
+  compare.add_policies(v1::POLICY_GENETIC_SEARCH);
+  compare.set_genetic_search_evaluations(100000);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(200));
+  v1::CompareResponse response;
+  const grpc::Status status = stub_->Compare(&context, compare, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The server stops the abandoned work between generations: the call leaves
+  // the server long before the searches could have finished.
+  for (int i = 0; i < 100 && server_->inflight() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(server_->inflight(), 0);
+}
+
+TEST_F(ServiceTest, CallsOverTheConcurrencyLimitAreRefusedAtOnce) {
+  const v1::PlanRequest base = PlanRequest(0.5);
+  v1::CompareRequest heavy;
+  *heavy.mutable_trace() = base.trace();
+  *heavy.mutable_hardware() = base.hardware();
+  heavy.add_budgets()->set_fraction_of_peak(0.5);
+  heavy.add_policies(v1::POLICY_GENETIC_SEARCH);
+  heavy.set_genetic_search_evaluations(40000);
+  std::atomic<int> ok{0}, refused{0}, other{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 6; ++i) {
+    callers.emplace_back([&] {
+      grpc::ClientContext context;
+      v1::CompareResponse response;
+      const grpc::Status s = stub_->Compare(&context, heavy, &response);
+      if (s.ok()) {
+        ++ok;
+      } else if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        ++refused;
+      } else {
+        ++other;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_GE(ok.load(), 2);
+  EXPECT_GE(refused.load(), 1);
+  EXPECT_EQ(other.load(), 0);
+}
+
+}  // namespace
+}  // namespace slackswap

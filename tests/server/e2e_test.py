@@ -1,0 +1,439 @@
+"""End-to-end tests of the real slackswap-server process, on loopback only.
+
+A Python client (Debian's python3-grpcio, stubs generated here at test time)
+plans, checks health and reads error details; the CLI runs against the server
+and in-process and must print the same; a real Prometheus server scrapes the
+metrics; overload, oversized and garbage requests, graceful shutdown under
+load, and determinism across two server processes.
+
+Run by ctest: e2e_test.py --server BIN --cli BIN --proto-dir DIR
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+ARGS = None
+STUBS = None  # module namespace holder
+
+
+def generate_stubs(proto_dir, out_dir):
+    """Generates Python stubs for the service, google.rpc and health protos.
+
+    Uses the system protoc (3.21, with proto3 optional) and gRPC's Python plugin,
+    both from Debian's protobuf-compiler-grpc.
+    """
+    # health.proto lives under a folder named grpc/, which would shadow the grpc
+    # package once generated: copy it under another name first.
+    src = os.path.join(out_dir, "src")
+    os.makedirs(os.path.join(src, "healthcheck"))
+    shutil.copy("/usr/share/grpc-proto/grpc/health/v1/health.proto",
+                os.path.join(src, "healthcheck"))
+    protos = [
+        "slackswap/v1/trace.proto", "slackswap/v1/hardware.proto", "slackswap/v1/plan.proto",
+        "slackswap/v1/simulation.proto", "slackswap/v1/planning.proto",
+        "slackswap/v1/service.proto", "google/rpc/status.proto", "google/rpc/error_details.proto",
+        "healthcheck/health.proto",
+    ]
+    subprocess.run(["protoc", f"-I{proto_dir}", f"-I{src}", f"--python_out={out_dir}",
+                    f"--grpc_python_out={out_dir}",
+                    "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin", *protos],
+                   check=True)
+    sys.path.insert(0, out_dir)
+
+
+class Server:
+    """A slackswap-server process on an ephemeral loopback port."""
+
+    def __init__(self, *extra):
+        self.proc = subprocess.Popen(
+            [ARGS.server, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.port = self.metrics_port = None
+        self.lines = []
+        deadline = time.time() + 20
+        while time.time() < deadline and (self.port is None or self.metrics_port is None):
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            if m := re.match(r"listening on port (\d+)", line):
+                self.port = int(m.group(1))
+            if m := re.match(r"metrics on port (\d+)", line):
+                self.metrics_port = int(m.group(1))
+        if self.port is None:
+            self.proc.kill()
+            raise RuntimeError("server did not start: " + "".join(self.lines))
+        self.address = f"127.0.0.1:{self.port}"
+
+    def channel(self, **options):
+        import grpc
+        return grpc.insecure_channel(self.address, options=[
+            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
+            *options.items()])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+def generated_trace(stub, preset="llama-7b", layers=4):
+    from slackswap.v1 import service_pb2
+    return stub.GenerateTrace(service_pb2.GenerateTraceRequest(
+        workload_preset=preset, hardware_preset="a100", layers=layers), timeout=30)
+
+
+class ServerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+        from slackswap.v1 import service_pb2_grpc
+        cls.channel = cls.server.channel()
+        cls.stub = service_pb2_grpc.PlannerServiceStub(cls.channel)
+        cls.generated = generated_trace(cls.stub)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.server.stop()
+
+    def plan_request(self, fraction=0.5):
+        from slackswap.v1 import plan_pb2, service_pb2
+        return service_pb2.PlanRequest(trace=self.generated.trace, hardware=self.generated.hardware,
+                                       budget=plan_pb2.Budget(fraction_of_peak=fraction))
+
+    def test_python_client_plans_and_checks_health(self):
+        from healthcheck import health_pb2, health_pb2_grpc
+        from slackswap.v1 import planning_pb2
+        import grpc
+        response = self.stub.Plan(self.plan_request(0.5), timeout=30)
+        report = response.report
+        self.assertEqual(report.outcome, planning_pb2.PLAN_OUTCOME_PLANNED)
+        self.assertLessEqual(report.metrics.peak_resident_bytes, report.metrics.budget_bytes)
+        self.assertGreater(report.metrics.throughput_ratio, 0.5)
+        self.assertLessEqual(report.lower_bound_ns, report.metrics.iteration_ns)
+        health = health_pb2_grpc.HealthStub(self.channel)
+        for service in ("", "slackswap.v1.PlannerService"):
+            status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
+            self.assertEqual(status, health_pb2.HealthCheckResponse.SERVING, service)
+        with self.assertRaises(grpc.RpcError) as unknown:
+            health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=5)
+        self.assertEqual(unknown.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+    def test_invalid_argument_carries_bad_request_field_violations(self):
+        import grpc
+        from google.rpc import error_details_pb2, status_pb2
+        request = self.plan_request()
+        request.trace.tensors[3].use_ops[0] = 999999
+        with self.assertRaises(grpc.RpcError) as error:
+            self.stub.Plan(request, timeout=30)
+        self.assertEqual(error.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        details = dict(error.exception.trailing_metadata())["grpc-status-details-bin"]
+        status = status_pb2.Status.FromString(details)
+        bad_request = error_details_pb2.BadRequest()
+        self.assertTrue(status.details[0].Unpack(bad_request))
+        self.assertEqual(bad_request.field_violations[0].field, "trace.tensors[3].use_ops[0]")
+        self.assertLess(len(error.exception.details()), 600)
+
+    def test_cli_prints_the_same_against_the_server(self):
+        with tempfile.TemporaryDirectory() as work:
+            trace = os.path.join(work, "trace.pb")
+            with open(trace, "wb") as f:
+                f.write(self.generated.trace.SerializeToString())
+            commands = [
+                ["plan", "--budget", "0.5"],
+                ["simulate", "--policy", "all-swap", "--budget", "0.5"],
+                ["compare", "--budgets", "0.4,0.6", "--policies", "slackswap,vdnn,checkpointing"],
+                ["frontier", "--target", "0.95", "--fractions", "0.3,0.5,0.7"],
+            ]
+            for command in commands:
+                args = [ARGS.cli, *command, "--trace", trace, "--hardware", "a100"]
+                local = subprocess.run(args, capture_output=True, text=True, timeout=120)
+                remote = subprocess.run(args + ["--server", self.server.address],
+                                        capture_output=True, text=True, timeout=120)
+                self.assertEqual(local.returncode, 0, local.stderr)
+                self.assertEqual(remote.returncode, 0, remote.stderr)
+                strip = lambda s: re.sub(r"planned in [0-9.]+ ms", "planned in X ms", s)
+                self.assertEqual(strip(local.stdout), strip(remote.stdout), command)
+            # An error from the server keeps its field path.
+            bad = subprocess.run([ARGS.cli, "generate", "--preset", "gpt2-xl", "--batch", "-3",
+                                  "--server", self.server.address],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(bad.returncode, 1)
+            self.assertIn("batch", bad.stderr)
+
+    def test_garbage_bytes_do_not_hurt_the_server(self):
+        import grpc
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=5) as s:
+            s.sendall(os.urandom(4096))
+            try:
+                s.recv(1024)
+            except OSError:
+                pass
+        raw = self.channel.unary_unary("/slackswap.v1.PlannerService/Plan",
+                                       request_serializer=lambda b: b,
+                                       response_deserializer=lambda b: b)
+        with self.assertRaises(grpc.RpcError) as error:
+            raw(b"\xff\xff\xff\xff\x0f\x12garbage", timeout=10)
+        self.assertIn(error.exception.code(),
+                      (grpc.StatusCode.INTERNAL, grpc.StatusCode.INVALID_ARGUMENT))
+        self.assertIsNone(self.server.proc.poll())
+        self.stub.Plan(self.plan_request(0.6), timeout=30)
+
+    def test_prometheus_scrapes_rpc_and_plan_quality_metrics(self):
+        for fraction in (0.3, 0.5, 0.7):
+            self.stub.Plan(self.plan_request(fraction), timeout=30)
+        with Prometheus(self.server.metrics_port) as prom:
+            checks = {
+                'grpc_server_handled_total{grpc_method="Plan",grpc_code="OK"}': 1,
+                'slackswap_plans_total{policy="slackswap",outcome="planned"}': 1,
+                'slackswap_plan_throughput_ratio_count{policy="slackswap"}': 1,
+                'grpc_server_handling_seconds_count{grpc_method="Plan"}': 1,
+                "slackswap_build_info": 1,
+            }
+            for query, minimum in checks.items():
+                self.assertGreaterEqual(prom.wait_for(query, minimum), minimum, query)
+            quantile = prom.query(
+                "histogram_quantile(0.5, sum by (le) (slackswap_plan_throughput_ratio_bucket))")
+            self.assertTrue(quantile and 0 < float(quantile[0]["value"][1]) <= 1, quantile)
+
+
+class Prometheus:
+    """A real Prometheus server on loopback scraping one target every second."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+
+    def __enter__(self):
+        self.dir = tempfile.mkdtemp()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        config = os.path.join(self.dir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: slackswap\n    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{self.target_port}']\n")
+        self.proc = subprocess.Popen(
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={self.dir}/data",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def query(self, promql):
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": promql})
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.load(response)
+        if body.get("status") != "success":
+            raise RuntimeError(f"query failed: {promql}: {body}")
+        return body["data"]["result"]
+
+    def wait_for(self, promql, minimum, timeout=60):
+        """Polls until the query's first value reaches `minimum`; returns the last value."""
+        deadline, value = time.time() + timeout, -1.0
+        while time.time() < deadline:
+            try:
+                result = self.query(promql)
+                if result:
+                    value = float(result[0]["value"][1])
+                    if value >= minimum:
+                        return value
+            except (OSError, RuntimeError):
+                pass  # not up yet, or no scrape yet
+            time.sleep(0.5)
+        return value
+
+
+class LimitsTest(unittest.TestCase):
+    def test_overload_is_refused_fast_and_accepted_calls_succeed(self):
+        import grpc
+        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, service_pb2_grpc
+        from healthcheck import health_pb2, health_pb2_grpc
+        server = Server("--max_concurrent_requests", "2")
+        try:
+            channel = server.channel()
+            stub = service_pb2_grpc.PlannerServiceStub(channel)
+            g = generated_trace(stub)
+            heavy = service_pb2.CompareRequest(
+                trace=g.trace, hardware=g.hardware,
+                budgets=[plan_pb2.Budget(fraction_of_peak=0.5)],
+                policies=[planning_pb2.POLICY_GENETIC_SEARCH], genetic_search_evaluations=40000)
+            results = []
+            lock = threading.Lock()
+
+            def call():
+                start = time.time()
+                try:
+                    stub.Compare(heavy, timeout=120)
+                    code = grpc.StatusCode.OK
+                except grpc.RpcError as e:
+                    code = e.code()
+                with lock:
+                    results.append((code, time.time() - start))
+
+            threads = [threading.Thread(target=call) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            codes = [c for c, _ in results]
+            self.assertGreaterEqual(codes.count(grpc.StatusCode.OK), 2, codes)
+            self.assertGreaterEqual(codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED), 1, codes)
+            self.assertEqual(len(codes), codes.count(grpc.StatusCode.OK) +
+                             codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED), codes)
+            refused = [d for c, d in results if c == grpc.StatusCode.RESOURCE_EXHAUSTED]
+            served = [d for c, d in results if c == grpc.StatusCode.OK]
+            self.assertLess(max(refused), min(served), "refusals must not wait for the work")
+            status = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=5).status
+            self.assertEqual(status, health_pb2.HealthCheckResponse.SERVING)
+            channel.close()
+        finally:
+            server.stop()
+
+    def test_oversized_request_is_resource_exhausted(self):
+        import grpc
+        from slackswap.v1 import plan_pb2, service_pb2, service_pb2_grpc
+        server = Server("--max_message_bytes", "65536")
+        try:
+            channel = server.channel()
+            stub = service_pb2_grpc.PlannerServiceStub(channel)
+            from slackswap.v1 import trace_pb2, hardware_pb2
+            with tempfile.TemporaryDirectory() as work:
+                path = os.path.join(work, "trace.pb")
+                subprocess.run([ARGS.cli, "generate", "--preset", "gpt2-xl", "--out", path],
+                               check=True, capture_output=True, timeout=60)
+                with open(path, "rb") as f:
+                    big = trace_pb2.Trace.FromString(f.read())
+            self.assertGreater(big.ByteSize(), 65536)
+            small = generated_trace(stub, "llama-7b", 2)
+            with self.assertRaises(grpc.RpcError) as error:
+                stub.Plan(service_pb2.PlanRequest(trace=big, hardware=small.hardware,
+                                                  budget=plan_pb2.Budget(fraction_of_peak=0.5)),
+                          timeout=30)
+            self.assertEqual(error.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            stub.Plan(service_pb2.PlanRequest(trace=small.trace, hardware=small.hardware,
+                                              budget=plan_pb2.Budget(fraction_of_peak=0.8)),
+                      timeout=30)
+            channel.close()
+        finally:
+            server.stop()
+
+    def test_plans_are_identical_across_server_processes(self):
+        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, service_pb2_grpc
+        servers = [Server(), Server()]
+        try:
+            reports = []
+            for server in servers:
+                channel = server.channel()
+                stub = service_pb2_grpc.PlannerServiceStub(channel)
+                g = generated_trace(stub, "llama-7b", 8)
+                response = stub.Plan(service_pb2.PlanRequest(
+                    trace=g.trace, hardware=g.hardware,
+                    budget=plan_pb2.Budget(fraction_of_peak=0.4)), timeout=30)
+                self.assertEqual(response.report.outcome, planning_pb2.PLAN_OUTCOME_PLANNED)
+                self.assertEqual(len(response.report.plan.tensors), len(g.trace.tensors))
+                reports.append(response.report.SerializeToString(deterministic=True))
+                channel.close()
+            self.assertEqual(reports[0], reports[1])
+        finally:
+            for server in servers:
+                server.stop()
+
+    def test_sigterm_under_load_loses_no_accepted_call(self):
+        import grpc
+        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, service_pb2_grpc
+        server = Server("--max_concurrent_requests", "8", "--grace", "30s")
+        channel = server.channel()
+        stub = service_pb2_grpc.PlannerServiceStub(channel)
+        g = generated_trace(stub)
+        work = service_pb2.CompareRequest(
+            trace=g.trace, hardware=g.hardware, budgets=[plan_pb2.Budget(fraction_of_peak=0.5)],
+            policies=[planning_pb2.POLICY_GENETIC_SEARCH], genetic_search_evaluations=20000)
+        outcomes = []
+        lock = threading.Lock()
+        stop_at = time.time() + 4
+
+        def caller():
+            while time.time() < stop_at:
+                start = time.time()
+                try:
+                    stub.Compare(work, timeout=60)
+                    code = grpc.StatusCode.OK
+                except grpc.RpcError as e:
+                    code = e.code()
+                with lock:
+                    outcomes.append((code, start, time.time()))
+                if code != grpc.StatusCode.OK:
+                    return
+
+        threads = [threading.Thread(target=caller) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.5)
+        sigterm_at = time.time()
+        server.proc.send_signal(signal.SIGTERM)
+        exit_code = server.proc.wait(timeout=40)
+        exited_after = time.time() - sigterm_at
+        for t in threads:
+            t.join()
+        channel.close()
+        self.assertEqual(exit_code, 0)
+        self.assertLess(exited_after, 30)
+        codes = {c for c, _, _ in outcomes}
+        self.assertTrue(codes <= {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE}, outcomes)
+        in_flight_at_sigterm = [o for o in outcomes
+                                if o[0] == grpc.StatusCode.OK and o[1] < sigterm_at < o[2]]
+        self.assertGreaterEqual(len(in_flight_at_sigterm), 1, outcomes)
+        output = "".join(server.lines) + server.proc.stdout.read()
+        server.proc.stdout.close()
+        self.assertIn("draining", output)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--proto-dir", required=True)
+    ARGS, rest = parser.parse_known_args()
+    stubs = tempfile.mkdtemp()
+    try:
+        generate_stubs(ARGS.proto_dir, stubs)
+        program = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
+        result = program.result
+        failed = len(result.failures) + len(result.errors)
+        print(f"{result.testsRun - failed} passed, {failed} failed")
+        sys.exit(0 if result.wasSuccessful() else 1)
+    finally:
+        shutil.rmtree(stubs, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Google Benchmark targets and the peak-memory measurement, and
-# regenerates docs/benchmarks.md from their medians.
+# Runs the Google Benchmark targets, the peak-memory measurement and the
+# service load test, and regenerates docs/benchmarks.md from their medians.
 # Usage: bash scripts/benchmarks.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,5 +11,26 @@ for bench in event_model planner; do
   taskset -c 0 "build/tests/${bench}_benchmark" --benchmark_repetitions=7 \
     --benchmark_min_time=0.3 --benchmark_format=json >"$out/$bench.json"
 done
+
+# The service: Plan RPCs for the GPT-2 XL trace at 50% against a real server
+# on loopback, beside the in-process rate measured in the same run.
+cli=build/client/slackswap
+"$cli" generate --preset gpt2-xl --hardware a100 --out "$out/gpt2-xl.pb" >/dev/null
+log="$out/server.log"
+build/server/slackswap-server --listen 127.0.0.1:0 --metrics "" \
+  --max_concurrent_requests 64 --worker_threads 80 >"$log" 2>&1 &
+server=$!
+trap 'kill -TERM $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do grep -q "listening on port" "$log" && break; sleep 0.1; done
+port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log")
+: >"$out/service.jsonl"
+run_load() {
+  "$cli" bench-server --trace "$out/gpt2-xl.pb" --hardware a100 --budget 0.5 --json \
+    --duration 5s "$@" >>"$out/service.jsonl"
+}
+run_load --local --concurrency 1
+run_load --local --concurrency 2
+for c in 1 4 16 64; do run_load --server "127.0.0.1:$port" --concurrency "$c"; done
+
 /usr/bin/python3 scripts/benchmarks_report.py "$out" >docs/benchmarks.md
 echo "wrote docs/benchmarks.md"

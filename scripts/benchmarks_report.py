@@ -45,6 +45,43 @@ def ms(b):
     return b["real_time"] * scale
 
 
+def service_section(folder):
+    runs = [json.loads(line) for line in open(os.path.join(folder, "service.jsonl"))]
+    local = [r for r in runs if r["target"] == "in-process"]
+    remote = [r for r in runs if r["target"] == "server"]
+    best_local = max(r["requests_per_second"] for r in local)
+    best_remote = max(r["requests_per_second"] for r in remote)
+    single = next(r for r in remote if r["concurrency"] == 1)
+    at16 = next(r for r in remote if r["concurrency"] == 16)
+    lines = [
+        "",
+        "## Service (`slackswap bench-server`)",
+        "",
+        "Plan RPCs for the GPT-2 XL trace at 50% of peak (a ~100 KB request) against a real",
+        "`slackswap-server` on loopback (`--max_concurrent_requests 64`), 5 s per row, and the same",
+        "requests planned in-process by the same code without gRPC, in the same run. The load",
+        "generator runs on the same two cores as the server.",
+        "",
+        "| Target | Concurrency | Calls | Plans/s | p50 | p90 | p99 | Errors |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        errors = ", ".join(f"{k} {v}" for k, v in r["errors"].items()) or "none"
+        lines.append(f"| {r['target']} | {r['concurrency']} | {r['calls']} | "
+                     f"{r['requests_per_second']:.1f} | {r['p50_ms']:.2f} ms | "
+                     f"{r['p90_ms']:.2f} ms | {r['p99_ms']:.2f} ms | {errors} |")
+    ratio = best_remote / best_local
+    tail = at16["p99_ms"] / single["p50_ms"]
+    lines += [
+        "",
+        f"Best service rate / best in-process rate: **{ratio:.2f}** (target at least 0.80: "
+        f"{'met' if ratio >= 0.8 else 'MISSED'}).",
+        f"p99 at concurrency 16 / single-call median: **{tail:.1f}x** (target under 10x: "
+        f"{'met' if tail < 10 else 'MISSED'}).",
+    ]
+    return lines
+
+
 def slope(xs, ys):
     n = len(xs)
     mean_x, mean_y = sum(xs) / n, sum(ys) / n
@@ -145,6 +182,7 @@ def main(folder):
         "(generating the trace, validating it, planning and printing, one process): "
         f"**{peak_rss_kib(48 * largest_k) / 1024:.1f} MiB**.",
     ]
+    lines += service_section(folder)
     print("\n".join(lines))
 
 

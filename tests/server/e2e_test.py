@@ -416,6 +416,64 @@ class LimitsTest(unittest.TestCase):
         self.assertIn("draining", output)
 
 
+class TlsTest(unittest.TestCase):
+    """TLS and mutual TLS with a throwaway CA made by openssl at test time."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()
+        d = cls.dir
+
+        def run(*args):
+            subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test-ca",
+            "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.pem")
+        with open(f"{d}/san.ext", "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        for name in ("server", "client"):
+            run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+                "-keyout", f"{d}/{name}.key", "-out", f"{d}/{name}.csr")
+            run("x509", "-req", "-in", f"{d}/{name}.csr", "-CA", f"{d}/ca.pem", "-CAkey",
+                f"{d}/ca.key", "-CAcreateserial", "-days", "2", "-extfile", f"{d}/san.ext",
+                "-out", f"{d}/{name}.pem")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def cli_plan(self, server, *flags):
+        return subprocess.run([ARGS.cli, "plan", "--preset", "llama-7b", "--layers", "2",
+                               "--budget", "0.8", "--deadline", "10s", "--server",
+                               f"localhost:{server.port}", *flags],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_tls(self):
+        d = self.dir
+        server = Server("--tls_cert", f"{d}/server.pem", "--tls_key", f"{d}/server.key")
+        try:
+            ok = self.cli_plan(server, "--tls_ca", f"{d}/ca.pem")
+            self.assertEqual(ok.returncode, 0, ok.stderr)
+            self.assertIn("lower bound", ok.stdout)
+            plaintext = self.cli_plan(server)
+            self.assertNotEqual(plaintext.returncode, 0)
+        finally:
+            server.stop()
+
+    def test_mutual_tls_requires_a_client_certificate(self):
+        d = self.dir
+        server = Server("--tls_cert", f"{d}/server.pem", "--tls_key", f"{d}/server.key",
+                        "--tls_client_ca", f"{d}/ca.pem")
+        try:
+            anonymous = self.cli_plan(server, "--tls_ca", f"{d}/ca.pem")
+            self.assertNotEqual(anonymous.returncode, 0)
+            known = self.cli_plan(server, "--tls_ca", f"{d}/ca.pem", "--tls_cert",
+                                  f"{d}/client.pem", "--tls_key", f"{d}/client.key")
+            self.assertEqual(known.returncode, 0, known.stderr)
+        finally:
+            server.stop()
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()

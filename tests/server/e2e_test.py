@@ -40,11 +40,14 @@ def generate_stubs(proto_dir, out_dir):
     os.makedirs(os.path.join(src, "healthcheck"))
     shutil.copy("/usr/share/grpc-proto/grpc/health/v1/health.proto",
                 os.path.join(src, "healthcheck"))
+    os.makedirs(os.path.join(src, "reflectioncheck"))
+    shutil.copy("/usr/share/grpc-proto/grpc/reflection/v1alpha/reflection.proto",
+                os.path.join(src, "reflectioncheck"))
     protos = [
         "slackswap/v1/trace.proto", "slackswap/v1/hardware.proto", "slackswap/v1/plan.proto",
         "slackswap/v1/simulation.proto", "slackswap/v1/planning.proto",
         "slackswap/v1/service.proto", "google/rpc/status.proto", "google/rpc/error_details.proto",
-        "healthcheck/health.proto",
+        "healthcheck/health.proto", "reflectioncheck/reflection.proto",
     ]
     subprocess.run(["protoc", f"-I{proto_dir}", f"-I{src}", f"--python_out={out_dir}",
                     f"--grpc_python_out={out_dir}",
@@ -136,6 +139,15 @@ class ServerTest(unittest.TestCase):
         with self.assertRaises(grpc.RpcError) as unknown:
             health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=5)
         self.assertEqual(unknown.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+    def test_reflection_lists_the_services(self):
+        from reflectioncheck import reflection_pb2, reflection_pb2_grpc
+        stub = reflection_pb2_grpc.ServerReflectionStub(self.channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        responses = list(stub.ServerReflectionInfo(iter([request]), timeout=10))
+        names = {s.name for s in responses[0].list_services_response.service}
+        self.assertIn("slackswap.v1.PlannerService", names)
+        self.assertIn("grpc.health.v1.Health", names)
 
     def test_invalid_argument_carries_bad_request_field_violations(self):
         import grpc

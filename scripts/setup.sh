@@ -8,8 +8,12 @@ packages=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev grpc-proto
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-grpcio python3-protobuf prometheus curl openssl
+  python3 python3-grpcio python3-protobuf python3-yaml prometheus curl openssl yamllint
 )
+# kubectl (for kustomize), unless one is already there.
+if ! command -v kubectl >/dev/null 2>&1; then
+  packages+=(kubernetes-client)
+fi
 # Node.js and npm for the Node client test, unless a Node.js is already there.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)

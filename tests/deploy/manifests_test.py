@@ -1,0 +1,132 @@
+"""Static checks of the deployment: the kustomize base and example overlay
+render with kubectl, the sources and the rendered manifests pass yamllint,
+the alert rules pass promtool, and the rendered objects say what
+deploy/README.md promises. Usage: manifests_test.py REPO_ROOT
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+ROOT = None
+
+
+def render(path):
+    out = subprocess.run(["kubectl", "kustomize", os.path.join(ROOT, path)],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise AssertionError(f"kubectl kustomize {path} failed: {out.stderr}")
+    return out.stdout
+
+
+def objects(rendered):
+    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered) if o}
+
+
+class ManifestsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.base = render("deploy/k8s/base")
+        cls.overlay = render("deploy/k8s/overlays/example")
+        cls.objects = objects(cls.overlay)
+
+    def test_everything_renders(self):
+        kinds = sorted(kind for kind, _ in self.objects)
+        self.assertEqual(kinds, sorted(["ConfigMap", "Deployment", "HorizontalPodAutoscaler",
+                                        "PodDisruptionBudget", "PrometheusRule", "Service",
+                                        "Service", "ServiceMonitor"]))
+        for obj in self.objects.values():
+            self.assertEqual(obj["metadata"]["namespace"], "planning")
+
+    def test_yamllint(self):
+        lint = ["yamllint", "-s", "-c", os.path.join(ROOT, ".yamllint")]
+        sources = subprocess.run(lint + [os.path.join(ROOT, "deploy")], capture_output=True,
+                                 text=True)
+        self.assertEqual(sources.returncode, 0, sources.stdout)
+        # Rendered manifests embed the dashboard JSON: long lines are fine there.
+        relaxed = ("{extends: default, rules: {line-length: disable, document-start: disable, "
+                   "indentation: {spaces: 2, indent-sequences: whatever}, "
+                   "truthy: {check-keys: false}}}")
+        for rendered in (self.base, self.overlay):
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+                f.write(rendered)
+                f.flush()
+                out = subprocess.run(["yamllint", "-s", "-d", relaxed, f.name],
+                                     capture_output=True, text=True)
+                self.assertEqual(out.returncode, 0, out.stdout)
+
+    def test_promtool_checks_the_alert_rules(self):
+        rule = self.objects[("PrometheusRule", "slackswap")]
+        self.assertEqual(rule["metadata"]["labels"]["release"], "monitoring")
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            yaml.safe_dump(rule["spec"], f)
+            f.flush()
+            out = subprocess.run(["promtool", "check", "rules", f.name], capture_output=True,
+                                 text=True)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            self.assertIn("4 rules found", out.stdout)
+
+    def test_deployment(self):
+        d = self.objects[("Deployment", "slackswap")]
+        spec = d["spec"]
+        self.assertEqual(spec["replicas"], 3)
+        pod = spec["template"]["spec"]
+        (c,) = pod["containers"]
+        self.assertEqual(c["image"], "registry.example.com/slackswap-server:0.1.0")
+        self.assertTrue(pod["securityContext"]["runAsNonRoot"])
+        self.assertGreater(pod["securityContext"]["runAsUser"], 0)
+        sc = c["securityContext"]
+        self.assertTrue(sc["readOnlyRootFilesystem"])
+        self.assertFalse(sc["allowPrivilegeEscalation"])
+        self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+        for kind in ("requests", "limits"):
+            self.assertIn("cpu", c["resources"][kind])
+            self.assertIn("memory", c["resources"][kind])
+        self.assertEqual(c["livenessProbe"]["grpc"]["port"], 50051)
+        self.assertEqual(c["readinessProbe"]["grpc"]["service"], "slackswap.v1.PlannerService")
+        # Termination grace > pre-stop delay + the server's drain.
+        prestop = int(c["lifecycle"]["preStop"]["exec"]["command"][1])
+        grace = next(int(a.split("=")[1].rstrip("s")) for a in c["args"] if a.startswith("--grace="))
+        self.assertGreater(pod["terminationGracePeriodSeconds"], prestop + grace)
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        self.assertEqual(ports, {"grpc": 50051, "metrics": 9464})
+
+    def test_services_autoscaling_and_budget(self):
+        grpc = self.objects[("Service", "slackswap")]
+        self.assertEqual(grpc["spec"]["clusterIP"], "None")
+        metrics = self.objects[("Service", "slackswap-metrics")]
+        monitor = self.objects[("ServiceMonitor", "slackswap")]
+        selector = monitor["spec"]["selector"]["matchLabels"]
+        for key, value in selector.items():
+            self.assertEqual(metrics["metadata"]["labels"].get(key), value)
+        self.assertEqual(monitor["spec"]["endpoints"][0]["port"], "metrics")
+        hpa = self.objects[("HorizontalPodAutoscaler", "slackswap")]
+        self.assertEqual(hpa["apiVersion"], "autoscaling/v2")
+        self.assertEqual(hpa["spec"]["metrics"][0]["resource"]["name"], "cpu")
+        pdb = self.objects[("PodDisruptionBudget", "slackswap")]
+        self.assertEqual(pdb["apiVersion"], "policy/v1")
+        pod_labels = self.objects[("Deployment", "slackswap")]["spec"]["template"]["metadata"]
+        for key, value in pdb["spec"]["selector"]["matchLabels"].items():
+            self.assertEqual(pod_labels["labels"][key], value)
+
+    def test_dashboard_configmap(self):
+        cm = self.objects[("ConfigMap", "slackswap-grafana-dashboard")]
+        self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
+        dashboard = json.loads(cm["data"]["grafana-dashboard.json"])
+        titles = [p["title"] for p in dashboard["panels"]]
+        for wanted in ("RPC rate by method and code", "Latency by method", "In flight",
+                       "Predicted throughput (fraction of ideal)", "Plans by outcome and policy",
+                       "Planning time", "Gap to the lower bound"):
+            self.assertIn(wanted, titles)
+
+
+if __name__ == "__main__":
+    ROOT = sys.argv.pop(1)
+    program = unittest.main(exit=False, verbosity=2)
+    failed = len(program.result.failures) + len(program.result.errors)
+    print(f"{program.result.testsRun - failed} passed, {failed} failed")
+    sys.exit(0 if program.result.wasSuccessful() else 1)

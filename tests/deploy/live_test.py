@@ -4,7 +4,7 @@
   evaluated by a real Prometheus that scrapes a real slackswap-server under
   load: each returns without error, and the plan-quality panels return data;
 - replica failover: three servers behind a client with round_robin and a retry
-  policy for UNAVAILABLE; under load one is killed (SIGKILL) and another
+  policy for UNAVAILABLE (and CANCELLED, see deploy/README.md); under load one is killed (SIGKILL) and another
   drained (SIGTERM): no call fails, and the survivors carry the load.
 
 Usage: live_test.py --server BIN --cli BIN --proto-dir DIR --repo ROOT
@@ -117,7 +117,10 @@ class FailoverTest(unittest.TestCase):
                     "name": [{"service": "slackswap.v1.PlannerService"}],
                     "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s",
                                     "maxBackoff": "0.5s", "backoffMultiplier": 2,
-                                    "retryableStatusCodes": ["UNAVAILABLE"]},
+                                    # A replica shutting down refuses new streams
+                                    # (UNAVAILABLE) and cancels those it had
+                                    # received but not yet started (CANCELLED).
+                                    "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]},
                 }],
             }
             channel = grpc.insecure_channel(target, options=[

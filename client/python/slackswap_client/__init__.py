@@ -1,0 +1,14 @@
+"""slackswap_client: profile a PyTorch training step into a slackswap.v1 trace,
+and ask a slackswap-server for a plan.
+
+    from slackswap_client import profile, Client
+    trace = profile(model, (tokens,), loss_fn=lambda out: out.float().pow(2).mean(),
+                    timing="modelled", hardware="a100")
+    with Client("localhost:50051") as client:
+        report = client.plan(trace, hardware="a100", budget_fraction=0.5)
+"""
+from .profiler import profile, ProfileError
+from .client import Client
+from .hardware import HARDWARE_PRESETS, hardware_proto
+
+__all__ = ["profile", "ProfileError", "Client", "HARDWARE_PRESETS", "hardware_proto"]

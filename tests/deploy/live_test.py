@@ -185,7 +185,8 @@ def main():
         e2e_test.generate_stubs(args.proto_dir, stubs)
         program = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
         failed = len(program.result.failures) + len(program.result.errors)
-        print(f"{program.result.testsRun - failed} passed, {failed} failed")
+        skipped = len(program.result.skipped)
+        print(f"{program.result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
         sys.exit(0 if program.result.wasSuccessful() else 1)
     finally:
         shutil.rmtree(stubs, ignore_errors=True)

@@ -15,7 +15,7 @@ What is recorded, and how:
   are the ops that run right after autograd unpacks it.
 - Blocks: the top-level child module running a forward op (block i + 1 for
   child i; 0 outside them); a backward op takes the block of the saved tensors
-  it reads, else the previous op's.
+  it reads, else that of the next backward op that reads some.
 - Recompute: rerun the producer; if it read tensors that were not saved (and are
   not parameters), rerun their producers too, back to saved tensors (the
   recompute inputs). A chain that reaches data created before the step, or is
@@ -205,8 +205,20 @@ class _Profiler:
             for i in reads:
                 self.uses[i].append(index)
             blocks = [self.ops[self.producer[i]].block for i in reads if self.producer[i] >= 0]
-            op.block = blocks[0] if blocks else (self.ops[-1].block if self.ops else 0)
+            op.block = blocks[0] if blocks else None  # settled in finish_blocks()
         self.ops.append(op)
+
+    def finish_blocks(self):
+        """A backward op that reads no saved tensor (a gradient sum, a copy)
+        belongs to the block of the next one that does: autograd runs it on
+        the way into that block's backward."""
+        following = 0
+        for op in reversed(self.ops):
+            if op.phase != "BACKWARD":
+                break
+            if op.block is None:
+                op.block = following
+            following = op.block
 
     def pack(self, t):
         if _storage_key(t) in self.params:
@@ -315,6 +327,7 @@ def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=Non
             h.remove()
     if not p.saved:
         raise ProfileError("the step saved no activations for backward")
+    p.finish_blocks()
     trace = p.to_trace(name or type(model).__name__)
     if not trace.tensors:
         raise ProfileError("no saved activation was read in backward")

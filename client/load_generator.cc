@@ -7,33 +7,12 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "server/grpc_status.h"
 #include "server/service_core.h"
 #include "slackswap/v1/service.grpc.pb.h"
 
 namespace slackswap {
 namespace {
-
-const char* CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  const int i = static_cast<int>(code);
-  return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
-}
 
 double Percentile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
@@ -82,7 +61,7 @@ LoadReport RunLoad(const std::shared_ptr<grpc::Channel>& channel,
       if (code == grpc::StatusCode::OK) {
         mine.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
       } else {
-        ++errors[CodeName(code)];
+        ++errors[GrpcCodeName(code)];
       }
     }
     std::lock_guard<std::mutex> lock(mu);

@@ -19,6 +19,10 @@ inline constexpr size_t kMaxStatusMessageBytes = 512;
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
+// The canonical name of a status code ("OK", "INVALID_ARGUMENT", ...);
+// "UNKNOWN" for values outside 0..16.
+const char* GrpcCodeName(grpc::StatusCode code);
+
 // The BadRequest field violations carried by a grpc::Status (empty if none):
 // what a client reads back.
 std::vector<FieldViolation> FieldViolationsOf(const grpc::Status& status);

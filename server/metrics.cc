@@ -1,27 +1,10 @@
 #include "server/metrics.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/grpc_status.h"
 
 namespace slackswap {
 namespace {
-
-const char* const kCodeNames[kNumCodes] = {"OK",
-                                           "CANCELLED",
-                                           "UNKNOWN",
-                                           "INVALID_ARGUMENT",
-                                           "DEADLINE_EXCEEDED",
-                                           "NOT_FOUND",
-                                           "ALREADY_EXISTS",
-                                           "PERMISSION_DENIED",
-                                           "RESOURCE_EXHAUSTED",
-                                           "FAILED_PRECONDITION",
-                                           "ABORTED",
-                                           "OUT_OF_RANGE",
-                                           "UNIMPLEMENTED",
-                                           "INTERNAL",
-                                           "UNAVAILABLE",
-                                           "DATA_LOSS",
-                                           "UNAUTHENTICATED"};
 
 prometheus::Histogram::BucketBoundaries Seconds() {
   return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -67,10 +50,10 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
   for (int m = 0; m < kNumMethods; ++m) {
     const std::string method = MethodName(static_cast<Method>(m));
     for (int c = 0; c < kNumCodes; ++c) {
-      handled_[m][c] =
-          &handled.Add({{"grpc_service", "slackswap.v1.PlannerService"},
-                        {"grpc_method", method},
-                        {"grpc_code", kCodeNames[c]}});
+      handled_[m][c] = &handled.Add(
+          {{"grpc_service", "slackswap.v1.PlannerService"},
+           {"grpc_method", method},
+           {"grpc_code", GrpcCodeName(static_cast<grpc::StatusCode>(c))}});
     }
     handling_[m] =
         &handling.Add({{"grpc_service", "slackswap.v1.PlannerService"},

@@ -57,7 +57,8 @@ def service_section(folder):
         "",
         "## Service (`slackswap bench-server`)",
         "",
-        "Plan RPCs for the GPT-2 XL trace at 50% of peak (a ~100 KB request) against a real",
+        f"Plan RPCs for the GPT-2 XL trace at 50% of peak (a "
+        f"{os.path.getsize(os.path.join(folder, 'gpt2-xl.pb')) / 1000:.0f} KB trace) against a real",
         "`slackswap-server` on loopback (`--max_concurrent_requests 64`), 5 s per row, and the same",
         "requests planned in-process by the same code without gRPC, in the same run. The load",
         "generator runs on the same two cores as the server.",

@@ -34,7 +34,7 @@ struct ServerOptions {
   // Empty: no metrics endpoint.
   std::string metrics_address = "0.0.0.0:9464";
   // Largest request or response. The default carries traces far larger than a
-  // 50x GPT-2 XL trace (about 7 MB as binary protobuf).
+  // GPT-2 XL trace with 50 times its layers (a few megabytes).
   int max_message_bytes = 64 << 20;
   int max_concurrent_calls = 8;
   // gRPC's pool. More than max_concurrent_calls, so that calls over the limit

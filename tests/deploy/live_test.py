@@ -13,10 +13,8 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -171,25 +169,17 @@ class FailoverTest(unittest.TestCase):
 
 
 def main():
-    global REPO
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
     parser.add_argument("--cli", required=True)
     parser.add_argument("--proto-dir", required=True)
     parser.add_argument("--repo", required=True)
-    args, rest = parser.parse_known_args()
-    e2e_test.ARGS = args
-    REPO = args.repo
-    stubs = tempfile.mkdtemp()
-    try:
-        e2e_test.generate_stubs(args.proto_dir, stubs)
-        program = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
-        failed = len(program.result.failures) + len(program.result.errors)
-        skipped = len(program.result.skipped)
-        print(f"{program.result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
-        sys.exit(0 if program.result.wasSuccessful() else 1)
-    finally:
-        shutil.rmtree(stubs, ignore_errors=True)
+
+    def set_repo(args):
+        global REPO
+        REPO = args.repo
+
+    e2e_test.run(parser, set_repo)
 
 
 if __name__ == "__main__":

@@ -486,17 +486,18 @@ class TlsTest(unittest.TestCase):
             server.stop()
 
 
-def main():
+def run(parser, before=None):
+    """Parses the arguments (into ARGS), generates the stubs, runs the tests of
+    __main__ and exits 0 if they pass. `before(args)` runs first."""
     global ARGS
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--cli", required=True)
-    parser.add_argument("--proto-dir", required=True)
     ARGS, rest = parser.parse_known_args()
+    if before is not None:
+        before(ARGS)
     stubs = tempfile.mkdtemp()
     try:
         generate_stubs(ARGS.proto_dir, stubs)
-        program = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
+        program = unittest.main(module="__main__", argv=[sys.argv[0], *rest], exit=False,
+                                verbosity=2)
         result = program.result
         failed = len(result.failures) + len(result.errors)
         skipped = len(result.skipped)
@@ -504,6 +505,14 @@ def main():
         sys.exit(0 if result.wasSuccessful() else 1)
     finally:
         shutil.rmtree(stubs, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--proto-dir", required=True)
+    run(parser)
 
 
 if __name__ == "__main__":

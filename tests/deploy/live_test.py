@@ -12,7 +12,6 @@ Usage: live_test.py --server BIN --cli BIN --proto-dir DIR --repo ROOT
 import argparse
 import json
 import os
-import re
 import signal
 import sys
 import threading

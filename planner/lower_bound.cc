@@ -26,42 +26,80 @@ std::vector<int64_t> Accumulate(std::vector<int64_t> diff) {
   return diff;
 }
 
-// Minimum over s >= 0 of s + K(max(0, excess - min(w * (t0 + s), swappable))),
-// where K is the fractional-knapsack cost of dropping that many bytes from
-// `items` (cost per byte ascending). Infinity if no s makes it possible.
-double BestStallPlusRecompute(
-    double excess, double w, double t0, double swappable,
-    const std::vector<std::pair<double, double>>& items) {
-  // Cumulative bytes and cost at each breakpoint of K.
-  std::vector<double> bytes{0}, cost{0};
-  for (const auto& [cost_per_byte, size] : items) {
-    bytes.push_back(bytes.back() + size);
-    cost.push_back(cost.back() + cost_per_byte * size);
+// The fractional knapsack K(x): the least recompute time that drops x bytes,
+// cheapest per byte first; infinity beyond the recomputable bytes. Convex and
+// piecewise linear.
+class Knapsack {
+ public:
+  // `items`: (cost per byte, bytes), sorted by cost per byte.
+  explicit Knapsack(const std::vector<std::pair<double, double>>& items)
+      : items_(items) {
+    bytes_.push_back(0);
+    cost_.push_back(0);
+    for (const auto& [cost_per_byte, size] : items) {
+      bytes_.push_back(bytes_.back() + size);
+      cost_.push_back(cost_.back() + cost_per_byte * size);
+    }
   }
-  auto knapsack = [&](double x) {
+  double Cost(double x) const {
     if (x <= 0) return 0.0;
-    if (x > bytes.back() * (1 + 1e-12))
+    if (x > bytes_.back() * (1 + 1e-12))
       return std::numeric_limits<double>::infinity();
     const size_t j =
-        std::upper_bound(bytes.begin(), bytes.end(), x) - bytes.begin();
-    if (j >= bytes.size()) return cost.back();
-    const double per_byte = items[j - 1].first;
-    return cost[j - 1] + per_byte * (x - bytes[j - 1]);
-  };
+        std::upper_bound(bytes_.begin(), bytes_.end(), x) - bytes_.begin();
+    if (j >= bytes_.size()) return cost_.back();
+    return cost_[j - 1] + items_[j - 1].first * (x - bytes_[j - 1]);
+  }
+  // Byte counts where the slope changes.
+  const std::vector<double>& breakpoints() const { return bytes_; }
+
+ private:
+  const std::vector<std::pair<double, double>>& items_;
+  std::vector<double> bytes_, cost_;
+};
+
+// Forward op: no rebuild runs before it, so it starts at t0 + s, where s is
+// the stall before it. Minimum over s >= 0 of
+//   s + K(max(0, excess - min(w * (t0 + s), swappable))).
+// Convex and piecewise linear in s: the minimum is at s = 0 or where the
+// argument of K crosses a breakpoint or the swap cap is reached.
+double ForwardExtra(double excess, double w, double t0, double swappable,
+                    const Knapsack& k) {
   auto f = [&](double s) {
-    return s + knapsack(excess - std::min(w * (t0 + s), swappable));
+    return s + k.Cost(excess - std::min(w * (t0 + s), swappable));
   };
-  // f is convex and piecewise linear in s; its minimum is at s = 0 or where
-  // the argument of K crosses a breakpoint or the swap cap is reached.
   double best = f(0);
   auto consider = [&](double s) {
     if (s > 0 && std::isfinite(s)) best = std::min(best, f(s));
   };
   if (w > 0) {
     consider(swappable / w - t0);
-    for (double b : bytes) consider((excess - b) / w - t0);
+    for (double b : k.breakpoints()) consider((excess - b) / w - t0);
   }
   return best;
+}
+
+// Backward op: rebuilds before it also give the link time, so with y the
+// stall plus all recompute time, the op starts by t0 + y and the iteration
+// takes at least ideal + y, where y >= K(max(0, excess - min(w (t0 + y),
+// swappable))). The right side falls as y grows: bisect for the least y.
+double BackwardExtra(double excess, double w, double t0, double swappable,
+                     const Knapsack& k) {
+  auto g = [&](double y) {
+    return k.Cost(excess - std::min(w * (t0 + y), swappable));
+  };
+  double lo = 0, hi = g(0);
+  if (!std::isfinite(hi)) return hi;
+  if (hi <= 0) return 0;
+  for (int i = 0; i < 100 && hi - lo > 0.5; ++i) {
+    const double mid = (lo + hi) / 2;
+    if (mid >= g(mid)) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return lo;
 }
 
 }  // namespace
@@ -112,9 +150,9 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
     }
   }
 
-  // The most constrained forward ops.
+  // The most constrained ops.
   std::vector<int32_t> ops;
-  for (int32_t o = 0; o < trace.num_forward_ops; ++o) {
+  for (int32_t o = 0; o < num_ops; ++o) {
     if (live[o] + trace.ops[o].workspace_bytes > budget_bytes) ops.push_back(o);
   }
   std::sort(ops.begin(), ops.end(), [&](int32_t a, int32_t b) {
@@ -134,17 +172,21 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
 
   std::vector<std::pair<double, double>> items;
   for (int32_t o : ops) {
+    const bool forward = o < trace.num_forward_ops;
     const double excess = static_cast<double>(
         live[o] + trace.ops[o].workspace_bytes - budget_bytes);
     double swappable = 0;
     items.clear();
     for (int32_t t = 0; t < trace.num_tensors(); ++t) {
       const Tensor& tensor = trace.tensors[t];
-      // Removable at o: live, and no forward op at or after o reads it.
+      // Removable at o: live, no forward op at or after o reads it, and (in
+      // backward) no backward op up to o has needed it yet: once needed, a
+      // tensor stays resident until its release.
       if (!(tensor.producer_op < o && tensor.last_forward_use < o &&
             o <= tensor.last_backward_use)) {
         continue;
       }
+      if (!forward && tensor.first_backward_use <= o) continue;
       if (!tensor.swap_forbidden)
         swappable += static_cast<double>(tensor.size_bytes);
       if (!tensor.recompute_forbidden && tensor.size_bytes > 0) {
@@ -154,8 +196,11 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
       }
     }
     std::sort(items.begin(), items.end());
-    const double extra = BestStallPlusRecompute(
-        excess, w, static_cast<double>(start[o]), swappable, items);
+    const Knapsack knapsack(items);
+    const double t0 = static_cast<double>(start[o]);
+    const double extra =
+        forward ? ForwardExtra(excess, w, t0, swappable, knapsack)
+                : BackwardExtra(excess, w, t0, swappable, knapsack);
     if (!std::isfinite(extra)) {
       bound.feasible = false;
       bound.binding_op = o;

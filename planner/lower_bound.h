@@ -2,12 +2,12 @@
 //
 // A provable lower bound on the iteration time of any plan for a trace,
 // hardware and memory budget, and a proof of infeasibility when no plan can
-// fit. The derivation is in docs/planner.md; in short, at the start of every
-// forward op o the bytes that the all-keep run holds beyond the budget must be
-// gone: offloaded (the D2H link can have moved at most W * t bytes by time t)
-// or dropped for recomputation (at the least cost per byte, a fractional
-// knapsack). A stall s before o gives the link s more time but adds s to the
-// iteration; the bound minimizes over s and maximizes over o.
+// fit. The derivation is in docs/planner.md; in short, at the start of an op
+// o the bytes that the all-keep run holds beyond the budget must be gone:
+// offloaded (the D2H link can have moved at most W * t bytes by time t) or
+// dropped for recomputation (at the least cost per byte, a fractional
+// knapsack). Stalls and rebuilds before o give the link more time but add to
+// the iteration; the bound minimizes over them and maximizes over o.
 #ifndef SLACKSWAP_PLANNER_LOWER_BOUND_H_
 #define SLACKSWAP_PLANNER_LOWER_BOUND_H_
 
@@ -30,7 +30,7 @@ struct LowerBound {
 };
 
 // O(ops + tensors + uses) plus O(k log k) for each of the (at most 16) most
-// constrained forward ops, where k is the number of tensors live there.
+// constrained ops, where k is the number of tensors live there.
 LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
                              int64_t budget_bytes);
 

@@ -14,8 +14,7 @@ PlanningResult PlanCheckpointing(const Trace& trace, const Hardware& hardware,
   const LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
   if (!bound.feasible)
     return ProvenInfeasible(trace, hardware, budget_bytes, bound);
-  const IdealTimeline timeline(trace);
-  PlanDraft draft(trace, timeline);
+  PlanDraft draft(trace);
   const std::vector<std::vector<int32_t>> bodies = BlockBodies(trace);
   std::vector<int64_t> body_bytes(bodies.size(), 0);
   for (size_t b = 0; b < bodies.size(); ++b) {

@@ -14,8 +14,7 @@ PlanningResult PlanMemoryDriven(const Trace& trace, const Hardware& hardware,
   const LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
   if (!bound.feasible)
     return ProvenInfeasible(trace, hardware, budget_bytes, bound);
-  const IdealTimeline timeline(trace);
-  PlanDraft draft(trace, timeline);
+  PlanDraft draft(trace);
   const std::vector<int32_t> run_start = BlockRunStarts(trace);
   std::vector<int32_t> run_end(trace.ops.size());
   for (int32_t o = trace.num_ops() - 1; o >= 0; --o) {

@@ -19,7 +19,7 @@ int32_t IdealTimeline::LastOpStartingBefore(int64_t time_ns) const {
   return static_cast<int32_t>(it - op_start_ns.begin()) - 1;
 }
 
-PlanDraft::PlanDraft(const Trace& trace, const IdealTimeline& /*timeline*/)
+PlanDraft::PlanDraft(const Trace& trace)
     : trace_(trace),
       plan_(Plan::AllKeep(trace)),
       need_(trace.tensors.size()),

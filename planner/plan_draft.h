@@ -44,8 +44,8 @@ struct IdealTimeline {
 
 class PlanDraft {
  public:
-  // All keep. `trace` and `timeline` must outlive the draft.
-  PlanDraft(const Trace& trace, const IdealTimeline& timeline);
+  // All keep. `trace` must outlive the draft.
+  explicit PlanDraft(const Trace& trace);
 
   const Plan& plan() const { return plan_; }
   Decision decision(int32_t t) const { return plan_.decisions[t]; }

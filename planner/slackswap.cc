@@ -135,7 +135,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   sim.per_layer_barriers = options.per_layer_barriers;
 
   const IdealTimeline timeline(trace);
-  PlanDraft draft(trace, timeline);
+  PlanDraft draft(trace);
   auto replay = [&](const Plan& plan, bool timeline_wanted) {
     SimulationOptions o = sim;
     o.record_timeline = timeline_wanted;

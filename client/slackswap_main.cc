@@ -671,12 +671,12 @@ int FrontierCommand(Backend& backend) {
                                "recomp.");
   auto row = [](const v1::FrontierPoint& p) {
     if (p.outcome() != v1::PLAN_OUTCOME_PLANNED) {
-      return absl::StrFormat("%-7.1f%% %12s %9s\n",
+      return absl::StrFormat("%6.1f%%  %12s %9s\n",
                              100 * p.budget_fraction_of_peak(),
                              Gigabytes(p.budget_bytes()), "infeasible");
     }
     return absl::StrFormat(
-        "%-7.1f%% %12s %8.1f%% %12s %10s %10s\n",
+        "%6.1f%%  %12s %8.1f%% %12s %10s %10s\n",
         100 * p.budget_fraction_of_peak(), Gigabytes(p.budget_bytes()),
         100 * p.throughput_ratio(), Millis(p.iteration_ns()),
         Gigabytes(p.swapped_bytes()), Gigabytes(p.recomputed_bytes()));

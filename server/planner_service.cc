@@ -41,7 +41,7 @@ grpc::Status PlannerServiceImpl::Handle(
     status = absl::DeadlineExceededError(
         "the deadline passed before the work was done");
   }
-  const grpc::Status result = ToGrpcStatus(status);
+  grpc::Status result = ToGrpcStatus(status);
   inflight_.fetch_sub(1);
   if (metrics_ != nullptr)
     metrics_->CallFinished(method, result.error_code(), absl::Now() - start);

@@ -15,7 +15,7 @@
 
 #define SLACKSWAP_RETURN_IF_ERROR(expr)                    \
   do {                                                     \
-    const ::absl::Status slackswap_status_ = (expr);       \
+    ::absl::Status slackswap_status_ = (expr);             \
     if (!slackswap_status_.ok()) return slackswap_status_; \
   } while (false)
 

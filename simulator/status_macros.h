@@ -26,9 +26,13 @@
   SLACKSWAP_ASSIGN_OR_RETURN_IMPL_(           \
       SLACKSWAP_STATUS_CONCAT_(slackswap_statusor_, __LINE__), lhs, expr)
 
+// `statusor` names a variable and `lhs` may be a declaration ("Trace t"):
+// neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define SLACKSWAP_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
   auto statusor = (expr);                                     \
   if (!statusor.ok()) return std::move(statusor).status();    \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // SLACKSWAP_SIMULATOR_STATUS_MACROS_H_

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "simulator/field_violations.h"
 #include "simulator/status_macros.h"
@@ -25,13 +26,21 @@ absl::Status TooLarge(absl::string_view field, absl::string_view description) {
   return status;
 }
 
-void CheckQuantity(FieldViolations& v, const std::string& field, int64_t value,
-                   absl::string_view unit) {
+// `field` makes the path only for a violation: valid traces of thousands of
+// operators are converted without building a string per field.
+void CheckQuantity(FieldViolations& v, absl::FunctionRef<std::string()> field,
+                   int64_t value, absl::string_view unit) {
   if (value < 0) {
-    v.Add(field, "must be >= 0");
+    v.Add(field(), "must be >= 0");
   } else if (value > kMaxQuantity) {
-    v.Add(field, absl::StrCat("must be at most 2^60 ", unit));
+    v.Add(field(), absl::StrCat("must be at most 2^60 ", unit));
   }
+}
+
+void CheckQuantity(FieldViolations& v, absl::string_view field, int64_t value,
+                   absl::string_view unit) {
+  CheckQuantity(
+      v, [field] { return std::string(field); }, value, unit);
 }
 
 // Adds `value` to `sum`; false once the sum passes kMaxQuantity.
@@ -107,10 +116,12 @@ absl::Status ConvertOperators(const v1::Trace& proto, Trace& trace) {
     }
     if (!v1::OpKind_IsValid(op.kind()))
       v.Add(Path("trace.operators", i, "kind"), "unknown value");
-    CheckQuantity(v, Path("trace.operators", i, "duration_ns"),
-                  op.duration_ns(), "ns");
-    CheckQuantity(v, Path("trace.operators", i, "workspace_bytes"),
-                  op.workspace_bytes(), "bytes");
+    CheckQuantity(
+        v, [i] { return Path("trace.operators", i, "duration_ns"); },
+        op.duration_ns(), "ns");
+    CheckQuantity(
+        v, [i] { return Path("trace.operators", i, "workspace_bytes"); },
+        op.workspace_bytes(), "bytes");
     if (op.block_index() < 0)
       v.Add(Path("trace.operators", i, "block_index"), "must be >= 0");
     if (op.duration_ns() >= 0 && op.duration_ns() <= kMaxQuantity &&
@@ -141,26 +152,30 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
   bool sum_reported = false;
   for (int i = 0; i < n && !v.full(); ++i) {
     const v1::Tensor& tp = proto.tensors(i);
-    const std::string path = absl::StrCat("trace.tensors[", i, "]");
+    auto at = [i](absl::string_view field) {
+      return Path("trace.tensors", i, field);
+    };
     Tensor& t = trace.tensors[i];
     if (tp.name().size() > kMaxNameBytes)
-      v.Add(path + ".name", "longer than 256 bytes");
-    CheckQuantity(v, path + ".size_bytes", tp.size_bytes(), "bytes");
+      v.Add(at("name"), "longer than 256 bytes");
+    CheckQuantity(
+        v, [&] { return at("size_bytes"); }, tp.size_bytes(), "bytes");
     if (tp.size_bytes() >= 0 && tp.size_bytes() <= kMaxQuantity &&
         !AddBounded(trace.total_tensor_bytes, tp.size_bytes()) &&
         !sum_reported) {
       v.Add("trace.tensors", "sizes sum to more than 2^60 bytes");
       sum_reported = true;
     }
-    CheckQuantity(v, path + ".recompute_duration_ns",
-                  tp.recompute_duration_ns(), "ns");
+    CheckQuantity(
+        v, [&] { return at("recompute_duration_ns"); },
+        tp.recompute_duration_ns(), "ns");
     const int32_t producer = tp.producer_op();
     bool producer_ok = false;
     if (producer < 0 || producer >= num_ops) {
-      v.Add(path + ".producer_op",
+      v.Add(at("producer_op"),
             absl::StrCat("out of range [0, ", num_ops, ")"));
     } else if (trace.ops[producer].phase != Phase::kForward) {
-      v.Add(path + ".producer_op", "must be a forward operator");
+      v.Add(at("producer_op"), "must be a forward operator");
     } else {
       producer_ok = true;
     }
@@ -169,15 +184,16 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
             last_backward = -1;
     for (int j = 0; j < tp.use_ops_size(); ++j) {
       const int32_t u = tp.use_ops(j);
-      const std::string use_path = absl::StrCat(path, ".use_ops[", j, "]");
+      auto use_path = [&] { return absl::StrCat(at("use_ops"), "[", j, "]"); };
       if (u < 0 || u >= num_ops) {
-        v.Add(use_path, absl::StrCat("out of range [0, ", num_ops, ")"));
+        v.Add(use_path(), absl::StrCat("out of range [0, ", num_ops, ")"));
       } else if (producer_ok && u <= producer) {
-        v.Add(use_path,
+        v.Add(use_path(),
               absl::StrCat("op ", u, " does not come after the producer (op ",
                            producer, ")"));
       } else if (trace.ops[u].phase == Phase::kOptimizer) {
-        v.Add(use_path, "an optimizer operator cannot read a saved activation");
+        v.Add(use_path(),
+              "an optimizer operator cannot read a saved activation");
       } else {
         if (trace.ops[u].phase == Phase::kForward) {
           last_forward = std::max(last_forward, u);
@@ -191,17 +207,18 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
       uses_ok = false;
     }
     if (uses_ok && last_backward < 0) {
-      v.Add(path + ".use_ops",
+      v.Add(at("use_ops"),
             "has no backward use: a saved activation must be read in backward");
     }
     for (int j = 0; j < tp.recompute_inputs_size(); ++j) {
       const int32_t r = tp.recompute_inputs(j);
-      const std::string input_path =
-          absl::StrCat(path, ".recompute_inputs[", j, "]");
+      auto input_path = [&] {
+        return absl::StrCat(at("recompute_inputs"), "[", j, "]");
+      };
       if (r < 0 || r >= n) {
-        v.Add(input_path, absl::StrCat("out of range [0, ", n, ")"));
+        v.Add(input_path(), absl::StrCat("out of range [0, ", n, ")"));
       } else if (r == i) {
-        v.Add(input_path, "a tensor cannot be its own recompute input");
+        v.Add(input_path(), "a tensor cannot be its own recompute input");
       } else {
         input_pairs.emplace_back(i, r);
       }

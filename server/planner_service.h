@@ -1,55 +1,97 @@
 // File: planner_service.h
 //
-// slackswap.v1.PlannerService over gRPC (synchronous API: each call runs on a
-// thread of the server's pool). Each call is admitted only while fewer than
-// `max_concurrent_calls` are running; others get RESOURCE_EXHAUSTED at once.
-// Long work (Compare, Frontier, genetic searches) stops when the client
-// cancels or the deadline passes.
+// slackswap.v1.PlannerService over gRPC's callback API, with raw (ByteBuffer)
+// methods so that the service parses requests itself: into a per-call
+// protobuf arena, and with INVALID_ARGUMENT naming the request when the bytes
+// are not a valid message (gRPC's own parser would answer UNIMPLEMENTED).
+//
+// Admission runs on the gRPC thread the call arrives on and never waits: a
+// call over `max_concurrent_calls` gets RESOURCE_EXHAUSTED at once. Admitted
+// calls run in arrival order on `planning_threads` threads of the service's
+// own, so that planning never occupies gRPC's threads and each call waits only
+// for the calls ahead of it. Long work (Compare, Frontier, genetic searches)
+// stops when the client cancels or the deadline passes; a call whose client
+// left while it waited is not started.
 #ifndef SLACKSWAP_SERVER_PLANNER_SERVICE_H_
 #define SLACKSWAP_SERVER_PLANNER_SERVICE_H_
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "server/metrics.h"
 #include "server/service_core.h"
 #include "slackswap/v1/service.grpc.pb.h"
 
 namespace slackswap {
 
-class PlannerServiceImpl final : public v1::PlannerService::Service {
+using RawPlannerService = v1::PlannerService::WithRawCallbackMethod_Plan<
+    v1::PlannerService::WithRawCallbackMethod_Simulate<
+        v1::PlannerService::WithRawCallbackMethod_Compare<
+            v1::PlannerService::WithRawCallbackMethod_Frontier<
+                v1::PlannerService::WithRawCallbackMethod_GenerateTrace<
+                    v1::PlannerService::Service>>>>>;
+
+class PlannerServiceImpl final : public RawPlannerService {
  public:
   // `metrics` may be null; otherwise it must outlive the service.
-  PlannerServiceImpl(int max_concurrent_calls, ServerMetrics* metrics);
+  PlannerServiceImpl(int max_concurrent_calls, int planning_threads,
+                     ServerMetrics* metrics);
+  // Runs what is queued, then joins the planning threads. The gRPC server
+  // must have been shut down first.
+  ~PlannerServiceImpl() override;
 
-  grpc::Status Plan(grpc::ServerContext* context,
-                    const v1::PlanRequest* request,
-                    v1::PlanResponse* response) override;
-  grpc::Status Simulate(grpc::ServerContext* context,
-                        const v1::SimulateRequest* request,
-                        v1::SimulateResponse* response) override;
-  grpc::Status Compare(grpc::ServerContext* context,
-                       const v1::CompareRequest* request,
-                       v1::CompareResponse* response) override;
-  grpc::Status Frontier(grpc::ServerContext* context,
-                        const v1::FrontierRequest* request,
-                        v1::FrontierResponse* response) override;
-  grpc::Status GenerateTrace(grpc::ServerContext* context,
-                             const v1::GenerateTraceRequest* request,
-                             v1::GenerateTraceResponse* response) override;
+  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Simulate(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Compare(grpc::CallbackServerContext* context,
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Frontier(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GenerateTrace(grpc::CallbackServerContext* context,
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
 
+  // Calls admitted and not yet finished (running or waiting to run).
   int inflight() const { return inflight_.load(); }
 
  private:
-  grpc::Status Handle(
-      Method method, grpc::ServerContext* context,
-      const std::function<absl::Status(const StopFunction&)>& work);
+  // Parses the request, runs `call` on it and serializes its response.
+  template <typename Request, typename Call>
+  grpc::ServerUnaryReactor* Serve(Method method,
+                                  grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response, Call call);
+  // Admits the call or refuses it, then queues `work` to run in arrival order
+  // and finish the call with its status.
+  grpc::ServerUnaryReactor* Handle(
+      Method method, grpc::CallbackServerContext* context,
+      std::function<absl::Status(const StopFunction&)> work);
+  void Submit(std::function<void()> job);
+  // A planning thread: runs queued jobs in order until stopped.
+  void RunWorker();
 
   const int max_concurrent_calls_;
   ServerMetrics* metrics_;
   ServiceCore core_;
   std::atomic<int> inflight_{0};
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace slackswap

@@ -1,12 +1,13 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 
 namespace slackswap {
@@ -60,11 +61,8 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
   if (options.max_concurrent_calls < 1) {
     return absl::InvalidArgumentError("max_concurrent_requests must be >= 1");
   }
-  if (options.worker_threads <= options.max_concurrent_calls) {
-    return absl::InvalidArgumentError(
-        "worker_threads must exceed max_concurrent_requests, so that calls "
-        "over the limit are "
-        "refused at once instead of queueing");
+  if (options.planning_threads < 0) {
+    return absl::InvalidArgumentError("planning_threads must be >= 0");
   }
   if (options.max_message_bytes < 1024) {
     return absl::InvalidArgumentError("max_message_bytes must be >= 1024");
@@ -87,8 +85,12 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
     const std::vector<int> ports = s->exposer_->GetListeningPorts();
     s->metrics_port_ = ports.empty() ? 0 : ports.front();
   }
+  const int planning_threads =
+      options.planning_threads > 0
+          ? options.planning_threads
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   s->service_ = std::make_unique<PlannerServiceImpl>(
-      options.max_concurrent_calls, s->metrics_.get());
+      options.max_concurrent_calls, planning_threads, s->metrics_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -97,9 +99,6 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
-  grpc::ResourceQuota quota("slackswap-server");
-  quota.SetMaxThreads(options.worker_threads);
-  builder.SetResourceQuota(quota);
   // Two processes must never share a port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (options.max_connection_age > absl::ZeroDuration()) {

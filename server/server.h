@@ -37,9 +37,9 @@ struct ServerOptions {
   // GPT-2 XL trace with 50 times its layers (a few megabytes).
   int max_message_bytes = 64 << 20;
   int max_concurrent_calls = 8;
-  // gRPC's pool. More than max_concurrent_calls, so that calls over the limit
-  // still find a thread to be refused on at once.
-  int worker_threads = 16;
+  // Calls planned at once; admitted calls beyond it wait, in arrival order.
+  // 0: the number of cores.
+  int planning_threads = 0;
   // PEM files; TLS is on when both are set, mutual TLS with a client CA.
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -60,7 +60,7 @@ class PlanningServer {
   // 0 without a metrics endpoint.
   int metrics_port() const { return metrics_port_; }
   std::shared_ptr<grpc::Channel> InProcessChannel();
-  // Calls being handled now.
+  // Calls admitted and not yet finished (running or waiting their turn).
   int inflight() const { return service_->inflight(); }
 
   // Health goes NOT_SERVING, no new calls are accepted, calls in flight get

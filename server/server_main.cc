@@ -28,8 +28,9 @@ ABSL_FLAG(int, max_message_bytes, 64 << 20,
           "GPT-2 XL trace)");
 ABSL_FLAG(int, max_concurrent_requests, 8,
           "calls handled at once; more get RESOURCE_EXHAUSTED at once");
-ABSL_FLAG(int, worker_threads, 0,
-          "gRPC worker threads (0: max_concurrent_requests + 8)");
+ABSL_FLAG(int, planning_threads, 0,
+          "calls planned at once (0: the number of cores); admitted calls "
+          "beyond it wait in arrival order");
 ABSL_FLAG(std::string, tls_cert, "",
           "server certificate chain (PEM); TLS with --tls_key");
 ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
@@ -58,9 +59,7 @@ int main(int argc, char** argv) {
   options.metrics_address = absl::GetFlag(FLAGS_metrics);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_requests);
-  options.worker_threads = absl::GetFlag(FLAGS_worker_threads) > 0
-                               ? absl::GetFlag(FLAGS_worker_threads)
-                               : options.max_concurrent_calls + 8;
+  options.planning_threads = absl::GetFlag(FLAGS_planning_threads);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);

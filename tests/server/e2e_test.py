@@ -204,8 +204,8 @@ class ServerTest(unittest.TestCase):
                                        response_deserializer=lambda b: b)
         with self.assertRaises(grpc.RpcError) as error:
             raw(b"\xff\xff\xff\xff\x0f\x12garbage", timeout=10)
-        self.assertIn(error.exception.code(),
-                      (grpc.StatusCode.INTERNAL, grpc.StatusCode.INVALID_ARGUMENT))
+        self.assertEqual(error.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("slackswap.v1.PlanRequest", error.exception.details())
         self.assertIsNone(self.server.proc.poll())
         self.stub.Plan(self.plan_request(0.6), timeout=30)
 

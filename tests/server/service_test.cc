@@ -20,7 +20,7 @@ class ServiceTest : public ::testing::Test {
     options.listen_address = "127.0.0.1:0";
     options.metrics_address = "";
     options.max_concurrent_calls = 2;
-    options.worker_threads = 8;
+    options.planning_threads = 2;
     server_ = PlanningServer::Start(options)->release();
   }
   static void TearDownTestSuite() {
@@ -236,6 +236,72 @@ TEST_F(ServiceTest, CallsOverTheConcurrencyLimitAreRefusedAtOnce) {
   EXPECT_GE(ok.load(), 2);
   EXPECT_GE(refused.load(), 1);
   EXPECT_EQ(other.load(), 0);
+}
+
+// With one planning thread, admitted calls queue instead of being refused:
+// all of them succeed, and only calls over the admission limit are refused.
+TEST(PlanningQueueTest, AdmittedCallsWaitTheirTurnAndSucceed) {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.metrics_address = "";
+  options.max_concurrent_calls = 3;
+  options.planning_threads = 1;
+  auto server = PlanningServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::PlannerService::NewStub((*server)->InProcessChannel());
+
+  v1::GenerateTraceRequest generate;
+  generate.set_workload_preset("llama-7b");
+  generate.set_hardware_preset("a100");
+  generate.set_layers(4);
+  v1::GenerateTraceResponse generated;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->GenerateTrace(&context, generate, &generated).ok());
+  }
+  v1::CompareRequest heavy;
+  *heavy.mutable_trace() = generated.trace();
+  *heavy.mutable_hardware() = generated.hardware();
+  heavy.add_budgets()->set_fraction_of_peak(0.5);
+  heavy.add_policies(v1::POLICY_GENETIC_SEARCH);
+  heavy.set_genetic_search_evaluations(40000);
+
+  std::vector<grpc::StatusCode> codes(3, grpc::StatusCode::UNKNOWN);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 3; ++i) {
+    callers.emplace_back([&, i] {
+      grpc::ClientContext context;
+      v1::CompareResponse response;
+      codes[i] = stub->Compare(&context, heavy, &response).error_code();
+    });
+  }
+  // All three admitted: one planning, two waiting.
+  for (int i = 0; i < 500 && (*server)->inflight() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_EQ((*server)->inflight(), 3);
+  {
+    v1::PlanRequest plan;
+    *plan.mutable_trace() = generated.trace();
+    *plan.mutable_hardware() = generated.hardware();
+    plan.mutable_budget()->set_fraction_of_peak(0.5);
+    grpc::ClientContext context;
+    v1::PlanResponse response;
+    EXPECT_EQ(stub->Plan(&context, plan, &response).error_code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  for (std::thread& t : callers) t.join();
+  for (grpc::StatusCode code : codes) EXPECT_EQ(code, grpc::StatusCode::OK);
+  EXPECT_EQ((*server)->inflight(), 0);
+}
+
+TEST(PlanningQueueTest, RejectsANegativeThreadCount) {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.metrics_address = "";
+  options.planning_threads = -1;
+  auto server = PlanningServer::Start(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_TRUE(absl::StrContains(server.status().message(), "planning_threads"));
 }
 
 }  // namespace

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "server/grpc_status.h"
 #include "server/service_core.h"
-#include "slackswap/v1/service.grpc.pb.h"
 
 namespace slackswap {
 namespace {
@@ -21,42 +23,45 @@ double Percentile(const std::vector<double>& sorted, double q) {
   return sorted[i];
 }
 
-}  // namespace
+// Sorts the latencies and fills the report's rates and percentiles.
+void Summarize(std::vector<double>& latencies_ms, absl::Time start,
+               LoadReport& report) {
+  report.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  report.ok = static_cast<int64_t>(latencies_ms.size());
+  report.requests_per_second =
+      report.seconds > 0 ? report.ok / report.seconds : 0;
+  report.p50_ms = Percentile(latencies_ms, 0.50);
+  report.p90_ms = Percentile(latencies_ms, 0.90);
+  report.p99_ms = Percentile(latencies_ms, 0.99);
+  report.max_ms = latencies_ms.empty() ? 0 : latencies_ms.back();
+}
 
-LoadReport RunLoad(const std::shared_ptr<grpc::Channel>& channel,
-                   const v1::PlanRequest& request, const LoadOptions& options) {
-  std::unique_ptr<v1::PlannerService::Stub> stub;
-  if (channel != nullptr) stub = v1::PlannerService::NewStub(channel);
+// In-process: one thread per caller, each planning with the same ServiceCore.
+LoadReport RunLocal(const v1::PlanRequest& request,
+                    const LoadOptions& options) {
   ServiceCore core;
   std::atomic<int64_t> issued{0};
   std::mutex mu;
   std::vector<double> latencies_ms;
   LoadReport report;
-  const absl::Time start = absl::Now();
+  const absl::Time start = absl::Now() + options.warmup;
   const absl::Time end = start + options.duration;
   auto caller = [&] {
     std::vector<double> mine;
     std::map<std::string, int64_t> errors;
     int64_t calls = 0;
     while (absl::Now() < end) {
-      if (options.max_requests > 0 &&
+      const absl::Time t0 = absl::Now();
+      const bool counted = t0 >= start;
+      if (counted && options.max_requests > 0 &&
           issued.fetch_add(1) >= options.max_requests)
         break;
-      const absl::Time t0 = absl::Now();
-      grpc::StatusCode code = grpc::StatusCode::OK;
-      if (stub != nullptr) {
-        grpc::ClientContext context;
-        context.set_deadline(std::chrono::system_clock::now() +
-                             std::chrono::milliseconds(
-                                 absl::ToInt64Milliseconds(options.deadline)));
-        v1::PlanResponse response;
-        code = stub->Plan(&context, request, &response).error_code();
-      } else {
-        const absl::Time stop_at = t0 + options.deadline;
-        auto result =
-            core.Plan(request, [stop_at] { return absl::Now() > stop_at; });
-        code = static_cast<grpc::StatusCode>(result.status().code());
-      }
+      const absl::Time stop_at = t0 + options.deadline;
+      auto result =
+          core.Plan(request, [stop_at] { return absl::Now() > stop_at; });
+      const auto code = static_cast<grpc::StatusCode>(result.status().code());
+      if (!counted) continue;
       ++calls;
       if (code == grpc::StatusCode::OK) {
         mine.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
@@ -73,16 +78,93 @@ LoadReport RunLoad(const std::shared_ptr<grpc::Channel>& channel,
   for (int i = 0; i < std::max(1, options.concurrency); ++i)
     threads.emplace_back(caller);
   for (std::thread& t : threads) t.join();
-  report.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::sort(latencies_ms.begin(), latencies_ms.end());
-  report.ok = static_cast<int64_t>(latencies_ms.size());
-  report.requests_per_second =
-      report.seconds > 0 ? report.ok / report.seconds : 0;
-  report.p50_ms = Percentile(latencies_ms, 0.50);
-  report.p90_ms = Percentile(latencies_ms, 0.90);
-  report.p99_ms = Percentile(latencies_ms, 0.99);
-  report.max_ms = latencies_ms.empty() ? 0 : latencies_ms.back();
+  Summarize(latencies_ms, start, report);
   return report;
+}
+
+// One call in flight on the completion queue.
+struct PendingCall {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader;
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  absl::Time started;
+};
+
+// Against a server: one thread keeps `concurrency` calls in flight on a
+// completion queue, sending the request serialized once, so that the load
+// generator takes as little as possible of the cores it may share with the
+// server. Responses are counted by status, not parsed.
+LoadReport RunRemote(const std::shared_ptr<grpc::Channel>& channel,
+                     const v1::PlanRequest& request,
+                     const LoadOptions& options) {
+  const std::string bytes = request.SerializeAsString();
+  grpc::Slice slice(bytes.data(), bytes.size());
+  const grpc::ByteBuffer payload(&slice, 1);
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  // Connecting is not part of any call's latency.
+  channel->WaitForConnected(std::chrono::system_clock::now() +
+                            std::chrono::seconds(10));
+  LoadReport report;
+  std::vector<double> latencies_ms;
+  const absl::Time start = absl::Now() + options.warmup;
+  const absl::Time end = start + options.duration;
+  int64_t issued = 0;  // calls started after the warm-up
+  auto may_start = [&] {
+    return absl::Now() < end &&
+           (options.max_requests == 0 || issued < options.max_requests);
+  };
+  auto start_call = [&] {
+    auto call = std::make_unique<PendingCall>();
+    call->context.set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::milliseconds(absl::ToInt64Milliseconds(options.deadline)));
+    call->started = absl::Now();
+    if (call->started >= start) ++issued;
+    call->reader = stub.PrepareUnaryCall(
+        &call->context, "/slackswap.v1.PlannerService/Plan", payload, &cq);
+    call->reader->StartCall();
+    PendingCall* tag = call.release();
+    tag->reader->Finish(&tag->response, &tag->status, tag);
+  };
+  int in_flight = 0;
+  for (int i = 0; i < std::max(1, options.concurrency) && may_start(); ++i) {
+    start_call();
+    ++in_flight;
+  }
+  void* tag = nullptr;
+  bool ok = false;
+  while (in_flight > 0 && cq.Next(&tag, &ok)) {
+    std::unique_ptr<PendingCall> call(static_cast<PendingCall*>(tag));
+    --in_flight;
+    if (call->started >= start) {  // not a warm-up call
+      ++report.calls;
+      if (call->status.ok()) {
+        latencies_ms.push_back(
+            absl::ToDoubleMilliseconds(absl::Now() - call->started));
+      } else {
+        ++report.errors[GrpcCodeName(call->status.error_code())];
+      }
+    }
+    if (may_start()) {
+      start_call();
+      ++in_flight;
+    }
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  Summarize(latencies_ms, start, report);
+  return report;
+}
+
+}  // namespace
+
+LoadReport RunLoad(const std::shared_ptr<grpc::Channel>& channel,
+                   const v1::PlanRequest& request, const LoadOptions& options) {
+  return channel == nullptr ? RunLocal(request, options)
+                            : RunRemote(channel, request, options);
 }
 
 }  // namespace slackswap

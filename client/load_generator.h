@@ -25,6 +25,10 @@ struct LoadOptions {
   // Stop after this many calls in all (0: only the duration bounds the run).
   int64_t max_requests = 0;
   absl::Duration deadline = absl::Seconds(30);
+  // Calls started in this first stretch warm the connection, the server's
+  // threads and its allocator and are left out of the report; `duration` and
+  // `max_requests` count from its end.
+  absl::Duration warmup = absl::ZeroDuration();
 };
 
 struct LoadReport {

@@ -121,7 +121,10 @@ ABSL_FLAG(absl::Duration, deadline, absl::Seconds(60),
           "deadline for each request");
 ABSL_FLAG(int, concurrency, 4, "bench-server: concurrent callers");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
-          "bench-server: how long to run");
+          "bench-server: how long to measure");
+ABSL_FLAG(absl::Duration, warmup, absl::ZeroDuration(),
+          "bench-server: run this long first, leaving those calls out of the "
+          "report");
 ABSL_FLAG(int64_t, requests, 0,
           "bench-server: stop after this many calls (0: --duration only)");
 ABSL_FLAG(bool, local, false,
@@ -154,6 +157,7 @@ Usage:
                      [--fractions F,F,...] [--json]
       Throughput against budget, and the smallest budget that reaches a target.
   slackswap bench-server (--server ADDRESS | --local) [--concurrency N] [--duration D]
+                         [--warmup D]
                          [--requests N] [--preset P ...] [--budget B]
       N concurrent callers planning the same trace: requests/s, latency, errors.
   slackswap report [--out_dir DIR] [--quick] [--genetic_evaluations N]
@@ -724,8 +728,13 @@ int BenchServer(Backend& backend) {
   LoadOptions options;
   options.concurrency = absl::GetFlag(FLAGS_concurrency);
   options.duration = absl::GetFlag(FLAGS_duration);
+  options.warmup = absl::GetFlag(FLAGS_warmup);
   options.max_requests = absl::GetFlag(FLAGS_requests);
   options.deadline = absl::GetFlag(FLAGS_deadline);
+  if (options.warmup < absl::ZeroDuration()) {
+    return ExitFor(absl::InvalidArgumentError("--warmup must be >= 0"),
+                   kUsageExit);
+  }
   if (options.concurrency < 1 || options.concurrency > 1024) {
     return ExitFor(
         absl::InvalidArgumentError("--concurrency must be in [1, 1024]"),

@@ -18,7 +18,7 @@ cli=build/client/slackswap
 "$cli" generate --preset gpt2-xl --hardware a100 --out "$out/gpt2-xl.pb" >/dev/null
 log="$out/server.log"
 build/server/slackswap-server --listen 127.0.0.1:0 --metrics "" \
-  --max_concurrent_requests 64 --worker_threads 80 >"$log" 2>&1 &
+  --max_concurrent_requests 64 >"$log" 2>&1 &
 server=$!
 trap 'kill -TERM $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q "listening on port" "$log" && break; sleep 0.1; done
@@ -26,7 +26,7 @@ port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log")
 : >"$out/service.jsonl"
 run_load() {
   "$cli" bench-server --trace "$out/gpt2-xl.pb" --hardware a100 --budget 0.5 --json \
-    --duration 5s "$@" >>"$out/service.jsonl"
+    --warmup 1s --duration 10s "$@" >>"$out/service.jsonl"
 }
 run_load --local --concurrency 1
 run_load --local --concurrency 2

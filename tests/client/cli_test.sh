@@ -136,5 +136,17 @@ root = ET.parse(sys.argv[1]).getroot()
 assert root.tag.endswith('svg') and len(root.findall('.//{http://www.w3.org/2000/svg}polyline')) == 5
 " "$work/report/results/throughput-llama-7b.svg"
 
+# bench-server: a bounded in-process run reports exactly the calls asked for;
+# bad flags are usage errors.
+check "bench-server --local runs" test "$(exit_code "$cli" bench-server --local \
+  --preset llama-7b --layers 2 --requests 7 --warmup 100ms --json)" = 0
+cp "$work/out" "$work/bench.json"
+check "bench-server counts the calls" test \
+  "$(json_get "$work/bench.json" 'd["calls"], d["ok"], d["target"]')" = "7 7 in-process"
+check "negative warm-up is a usage error" test \
+  "$(exit_code "$cli" bench-server --local --warmup=-1s)" = 2
+check "negative warm-up is explained" grep -q -- "--warmup must be >= 0" "$work/err"
+check "bench-server needs a target" test "$(exit_code "$cli" bench-server)" = 2
+
 echo "$passed passed, $failed failed"
 test "$failed" = 0

@@ -1,5 +1,6 @@
 #include "server/planner_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <utility>
@@ -36,8 +37,9 @@ PlannerServiceImpl::PlannerServiceImpl(int max_concurrent_calls,
     : max_concurrent_calls_(max_concurrent_calls),
       metrics_(metrics),
       core_(metrics) {
-  workers_.reserve(planning_threads);
-  for (int i = 0; i < planning_threads; ++i)
+  const int threads = std::max(1, planning_threads);
+  workers_.reserve(threads);
+  for (int i = 0; i < threads; ++i)
     workers_.emplace_back([this] { RunWorker(); });
 }
 

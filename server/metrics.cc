@@ -62,7 +62,7 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
   }
   inflight_ = &prometheus::BuildGauge()
                    .Name("slackswap_inflight_requests")
-                   .Help("RPCs being handled now.")
+                   .Help("RPCs admitted and not finished: planning or waiting their turn.")
                    .Register(registry)
                    .Add({});
   prometheus::BuildGauge()

@@ -37,7 +37,10 @@ PlannerServiceImpl::PlannerServiceImpl(int max_concurrent_calls,
     : max_concurrent_calls_(max_concurrent_calls),
       metrics_(metrics),
       core_(metrics) {
-  const int threads = std::max(1, planning_threads);
+  const int threads =
+      planning_threads > 0
+          ? planning_threads
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   workers_.reserve(threads);
   for (int i = 0; i < threads; ++i)
     workers_.emplace_back([this] { RunWorker(); });

@@ -40,7 +40,8 @@ using RawPlannerService = v1::PlannerService::WithRawCallbackMethod_Plan<
 
 class PlannerServiceImpl final : public RawPlannerService {
  public:
-  // `metrics` may be null; otherwise it must outlive the service.
+  // `planning_threads` <= 0: one per core. `metrics` may be null; otherwise
+  // it must outlive the service.
   PlannerServiceImpl(int max_concurrent_calls, int planning_threads,
                      ServerMetrics* metrics);
   // Runs what is queued, then joins the planning threads. The gRPC server

@@ -1,9 +1,7 @@
 #include "server/server.h"
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -85,12 +83,9 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
     const std::vector<int> ports = s->exposer_->GetListeningPorts();
     s->metrics_port_ = ports.empty() ? 0 : ports.front();
   }
-  const int planning_threads =
-      options.planning_threads > 0
-          ? options.planning_threads
-          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   s->service_ = std::make_unique<PlannerServiceImpl>(
-      options.max_concurrent_calls, planning_threads, s->metrics_.get());
+      options.max_concurrent_calls, options.planning_threads,
+      s->metrics_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -5,20 +5,14 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "server/server.h"
-#include "slackswap/v1/service.grpc.pb.h"
+#include "tests/server/test_server.h"
 
 namespace slackswap {
 namespace {
 
 class LoadGeneratorTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ServerOptions options;
-    options.listen_address = "127.0.0.1:0";
-    options.metrics_address = "";
-    options.max_concurrent_calls = 16;
-    server_ = PlanningServer::Start(options)->release();
-  }
+  static void SetUpTestSuite() { server_ = StartTestServer(16, 0).release(); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
@@ -31,18 +25,7 @@ class LoadGeneratorTest : public ::testing::Test {
 
   static v1::PlanRequest Request(double fraction) {
     auto stub = v1::PlannerService::NewStub(server_->InProcessChannel());
-    v1::GenerateTraceRequest generate;
-    generate.set_workload_preset("llama-7b");
-    generate.set_hardware_preset("a100");
-    generate.set_layers(4);
-    grpc::ClientContext context;
-    v1::GenerateTraceResponse generated;
-    EXPECT_TRUE(stub->GenerateTrace(&context, generate, &generated).ok());
-    v1::PlanRequest request;
-    *request.mutable_trace() = generated.trace();
-    *request.mutable_hardware() = generated.hardware();
-    request.mutable_budget()->set_fraction_of_peak(fraction);
-    return request;
+    return SmallPlanRequest(*stub, fraction);
   }
 
   static PlanningServer* server_;

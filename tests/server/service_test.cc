@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "server/grpc_status.h"
 #include "server/server.h"
+#include "tests/server/test_server.h"
 #include "simulator/proto_convert.h"
 #include "slackswap/v1/service.grpc.pb.h"
 
@@ -14,15 +15,8 @@ namespace {
 
 class ServiceTest : public ::testing::Test {
  protected:
-  // One server (and one metrics exposer, slow to stop) for the whole suite.
-  static void SetUpTestSuite() {
-    ServerOptions options;
-    options.listen_address = "127.0.0.1:0";
-    options.metrics_address = "";
-    options.max_concurrent_calls = 2;
-    options.planning_threads = 2;
-    server_ = PlanningServer::Start(options)->release();
-  }
+  // One server for the whole suite.
+  static void SetUpTestSuite() { server_ = StartTestServer(2, 2).release(); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
@@ -32,23 +26,10 @@ class ServiceTest : public ::testing::Test {
   }
 
   v1::GenerateTraceResponse Generated(int layers = 4) {
-    v1::GenerateTraceRequest request;
-    request.set_workload_preset("llama-7b");
-    request.set_hardware_preset("a100");
-    request.set_layers(layers);
-    grpc::ClientContext context;
-    v1::GenerateTraceResponse response;
-    EXPECT_TRUE(stub_->GenerateTrace(&context, request, &response).ok());
-    return response;
+    return GenerateSmallTrace(*stub_, layers);
   }
-
   v1::PlanRequest PlanRequest(double fraction) {
-    v1::GenerateTraceResponse g = Generated();
-    v1::PlanRequest request;
-    *request.mutable_trace() = g.trace();
-    *request.mutable_hardware() = g.hardware();
-    request.mutable_budget()->set_fraction_of_peak(fraction);
-    return request;
+    return SmallPlanRequest(*stub_, fraction);
   }
 
   static PlanningServer* server_;
@@ -241,27 +222,13 @@ TEST_F(ServiceTest, CallsOverTheConcurrencyLimitAreRefusedAtOnce) {
 // With one planning thread, admitted calls queue instead of being refused:
 // all of them succeed, and only calls over the admission limit are refused.
 TEST(PlanningQueueTest, AdmittedCallsWaitTheirTurnAndSucceed) {
-  ServerOptions options;
-  options.listen_address = "127.0.0.1:0";
-  options.metrics_address = "";
-  options.max_concurrent_calls = 3;
-  options.planning_threads = 1;
-  auto server = PlanningServer::Start(options);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = v1::PlannerService::NewStub((*server)->InProcessChannel());
-
-  v1::GenerateTraceRequest generate;
-  generate.set_workload_preset("llama-7b");
-  generate.set_hardware_preset("a100");
-  generate.set_layers(4);
-  v1::GenerateTraceResponse generated;
-  {
-    grpc::ClientContext context;
-    ASSERT_TRUE(stub->GenerateTrace(&context, generate, &generated).ok());
-  }
+  std::unique_ptr<PlanningServer> server = StartTestServer(3, 1);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::PlannerService::NewStub(server->InProcessChannel());
+  const v1::PlanRequest plan = SmallPlanRequest(*stub, 0.5);
   v1::CompareRequest heavy;
-  *heavy.mutable_trace() = generated.trace();
-  *heavy.mutable_hardware() = generated.hardware();
+  *heavy.mutable_trace() = plan.trace();
+  *heavy.mutable_hardware() = plan.hardware();
   heavy.add_budgets()->set_fraction_of_peak(0.5);
   heavy.add_policies(v1::POLICY_GENETIC_SEARCH);
   heavy.set_genetic_search_evaluations(40000);
@@ -276,14 +243,10 @@ TEST(PlanningQueueTest, AdmittedCallsWaitTheirTurnAndSucceed) {
     });
   }
   // All three admitted: one planning, two waiting.
-  for (int i = 0; i < 500 && (*server)->inflight() < 3; ++i)
+  for (int i = 0; i < 500 && server->inflight() < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  ASSERT_EQ((*server)->inflight(), 3);
+  ASSERT_EQ(server->inflight(), 3);
   {
-    v1::PlanRequest plan;
-    *plan.mutable_trace() = generated.trace();
-    *plan.mutable_hardware() = generated.hardware();
-    plan.mutable_budget()->set_fraction_of_peak(0.5);
     grpc::ClientContext context;
     v1::PlanResponse response;
     EXPECT_EQ(stub->Plan(&context, plan, &response).error_code(),
@@ -291,7 +254,7 @@ TEST(PlanningQueueTest, AdmittedCallsWaitTheirTurnAndSucceed) {
   }
   for (std::thread& t : callers) t.join();
   for (grpc::StatusCode code : codes) EXPECT_EQ(code, grpc::StatusCode::OK);
-  EXPECT_EQ((*server)->inflight(), 0);
+  EXPECT_EQ(server->inflight(), 0);
 }
 
 TEST(PlanningQueueTest, RejectsANegativeThreadCount) {

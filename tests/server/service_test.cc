@@ -199,6 +199,7 @@ TEST_F(ServiceTest, CallsOverTheConcurrencyLimitAreRefusedAtOnce) {
   heavy.set_genetic_search_evaluations(40000);
   std::atomic<int> ok{0}, refused{0}, other{0};
   std::vector<std::thread> callers;
+  callers.reserve(6);
   for (int i = 0; i < 6; ++i) {
     callers.emplace_back([&] {
       grpc::ClientContext context;
@@ -235,6 +236,7 @@ TEST(PlanningQueueTest, AdmittedCallsWaitTheirTurnAndSucceed) {
 
   std::vector<grpc::StatusCode> codes(3, grpc::StatusCode::UNKNOWN);
   std::vector<std::thread> callers;
+  callers.reserve(3);
   for (int i = 0; i < 3; ++i) {
     callers.emplace_back([&, i] {
       grpc::ClientContext context;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
@@ -61,7 +62,7 @@ inline std::vector<Workload> SmallWorkloads(
       const Hardware hw = *HardwarePreset(gpu);
       absl::StatusOr<v1::Trace> proto = GenerateTrace(spec, hw);
       EXPECT_TRUE(proto.ok()) << proto.status();
-      out.push_back({preset + "/" + gpu, *TraceFromProto(*proto), hw});
+      out.push_back({absl::StrCat(preset, "/", gpu), *TraceFromProto(*proto), hw});
     }
   }
   return out;

@@ -125,7 +125,7 @@ TEST(WorkloadStructureTest, UnfusedAttentionAdds5asBytesPerToken) {
   spec.flash_attention = false;
   const int64_t unfused = LayerBytes(Generate(spec, "a100"), 1);
   const int64_t tokens = spec.batch * spec.sequence_length;
-  EXPECT_EQ(unfused - flash, 5 * spec.heads * spec.sequence_length * tokens);
+  EXPECT_EQ(unfused - flash, int64_t{5} * spec.heads * spec.sequence_length * tokens);
 }
 
 TEST(WorkloadStructureTest, LlamaLayerSaves16hPlus6fBytesPerToken) {

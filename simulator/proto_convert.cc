@@ -95,7 +95,6 @@ absl::Status ConvertOperators(const v1::Trace& proto, Trace& trace) {
   FieldViolations v;
   const int n = proto.operators_size();
   trace.ops.resize(n);
-  trace.op_names.resize(n);
   v1::Phase previous = v1::PHASE_FORWARD;
   bool sum_reported = false;
   for (int i = 0; i < n && !v.full(); ++i) {
@@ -135,7 +134,6 @@ absl::Status ConvertOperators(const v1::Trace& proto, Trace& trace) {
     out.block_index = op.block_index();
     out.phase = PhaseFromProto(phase);
     out.kind = KindFromProto(op.kind());
-    trace.op_names[i] = op.name();
     if (out.phase == Phase::kForward) ++trace.num_forward_ops;
     if (out.phase == Phase::kBackward) ++trace.num_backward_ops;
   }
@@ -147,7 +145,6 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
   const int n = proto.tensors_size();
   const int num_ops = trace.num_ops();
   trace.tensors.resize(n);
-  trace.tensor_names.resize(n);
   std::vector<std::pair<int32_t, int32_t>> use_pairs, input_pairs;
   bool sum_reported = false;
   for (int i = 0; i < n && !v.full(); ++i) {
@@ -231,7 +228,6 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
     t.last_backward_use = last_backward;
     t.swap_forbidden = tp.swap_forbidden();
     t.recompute_forbidden = tp.recompute_forbidden();
-    trace.tensor_names[i] = tp.name();
   }
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
 

@@ -77,8 +77,6 @@ struct Trace {
   std::string name;
   std::vector<Op> ops;
   std::vector<Tensor> tensors;
-  std::vector<std::string> op_names;
-  std::vector<std::string> tensor_names;
 
   // tensor -> operators that read it, ascending, without duplicates.
   Csr uses;

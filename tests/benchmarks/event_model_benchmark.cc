@@ -30,7 +30,7 @@ const Fixture& Gpt2Xl() {
     f->trace = *TraceFromProto(f->proto);
     f->plan = Plan::AllKeep(f->trace);
     for (int32_t t = 0; t < f->trace.num_tensors(); ++t) {
-      const std::string& name = f->trace.tensor_names[t];
+      const std::string& name = f->proto.tensors(t).name();
       if (absl::EndsWith(name, ".out")) {
         f->plan.decisions[t] = Decision::kSwap;
         f->plan.prefetch_issue_op[t] = f->trace.first_backward_op();

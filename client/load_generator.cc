@@ -1,13 +1,22 @@
 #include "client/load_generator.h"
 
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "server/grpc_status.h"
@@ -22,6 +31,47 @@ double Percentile(const std::vector<double>& sorted, double q) {
       std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()));
   return sorted[i];
 }
+
+double OwnCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CPU time of this process and of the server's over the measured stretch.
+class CpuMeter {
+ public:
+  explicit CpuMeter(int server_pid) : server_pid_(server_pid) {}
+
+  // Marks the end of the warm-up: the first call counts. Thread-safe.
+  void Start() {
+    std::call_once(started_, [this] {
+      own_start_ = OwnCpuSeconds();
+      if (server_pid_ > 0) {
+        const absl::StatusOr<double> server = ProcessCpuSeconds(server_pid_);
+        if (server.ok()) server_start_ = *server;
+      }
+      running_ = true;
+    });
+  }
+
+  // Reads the meters again once every thread has finished.
+  void Finish(LoadReport& report) const {
+    if (!running_) return;  // nothing was measured
+    report.cpu_seconds = OwnCpuSeconds() - own_start_;
+    if (server_start_.has_value()) {
+      const absl::StatusOr<double> server = ProcessCpuSeconds(server_pid_);
+      if (server.ok()) report.server_cpu_seconds = *server - *server_start_;
+    }
+  }
+
+ private:
+  const int server_pid_;
+  std::once_flag started_;
+  bool running_ = false;  // written once, inside call_once
+  double own_start_ = 0;
+  std::optional<double> server_start_;
+};
 
 // Sorts the latencies and fills the report's rates and percentiles.
 void Summarize(std::vector<double>& latencies_ms, absl::Time start,
@@ -45,6 +95,7 @@ LoadReport RunLocal(const v1::PlanRequest& request,
   std::mutex mu;
   std::vector<double> latencies_ms;
   LoadReport report;
+  CpuMeter meter(options.server_pid);
   const absl::Time start = absl::Now() + options.warmup;
   const absl::Time end = start + options.duration;
   auto caller = [&] {
@@ -57,6 +108,7 @@ LoadReport RunLocal(const v1::PlanRequest& request,
       if (counted && options.max_requests > 0 &&
           issued.fetch_add(1) >= options.max_requests)
         break;
+      if (counted) meter.Start();
       const absl::Time stop_at = t0 + options.deadline;
       auto result =
           core.Plan(request, [stop_at] { return absl::Now() > stop_at; });
@@ -79,6 +131,7 @@ LoadReport RunLocal(const v1::PlanRequest& request,
     threads.emplace_back(caller);
   for (std::thread& t : threads) t.join();
   Summarize(latencies_ms, start, report);
+  meter.Finish(report);
   return report;
 }
 
@@ -107,6 +160,7 @@ LoadReport RunRemote(const std::shared_ptr<grpc::Channel>& channel,
   channel->WaitForConnected(std::chrono::system_clock::now() +
                             std::chrono::seconds(10));
   LoadReport report;
+  CpuMeter meter(options.server_pid);
   std::vector<double> latencies_ms;
   const absl::Time start = absl::Now() + options.warmup;
   const absl::Time end = start + options.duration;
@@ -121,7 +175,10 @@ LoadReport RunRemote(const std::shared_ptr<grpc::Channel>& channel,
         std::chrono::system_clock::now() +
         std::chrono::milliseconds(absl::ToInt64Milliseconds(options.deadline)));
     call->started = absl::Now();
-    if (call->started >= start) ++issued;
+    if (call->started >= start) {
+      meter.Start();
+      ++issued;
+    }
     call->reader = stub.PrepareUnaryCall(
         &call->context, "/slackswap.v1.PlannerService/Plan", payload, &cq);
     call->reader->StartCall();
@@ -156,10 +213,34 @@ LoadReport RunRemote(const std::shared_ptr<grpc::Channel>& channel,
   while (cq.Next(&tag, &ok)) {
   }
   Summarize(latencies_ms, start, report);
+  meter.Finish(report);
   return report;
 }
 
 }  // namespace
+
+absl::StatusOr<double> ProcessCpuSeconds(int pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  const std::string stat((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  // pid (comm) state ppid ...: the name may hold spaces and parentheses, so
+  // the fields are counted from the last ')'. utime and stime are fields 14
+  // and 15, the 12th and 13th after it.
+  const size_t name_end = stat.rfind(')');
+  if (pid <= 0 || name_end == std::string::npos)
+    return absl::NotFoundError(absl::StrCat("no process ", pid));
+  const std::vector<absl::string_view> fields = absl::StrSplit(
+      absl::string_view(stat).substr(name_end + 1), ' ', absl::SkipEmpty());
+  int64_t utime = 0;
+  int64_t stime = 0;
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+      !absl::SimpleAtoi(fields[12], &stime)) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read the CPU time of process ", pid));
+  }
+  return static_cast<double>(utime + stime) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 LoadReport RunLoad(const std::shared_ptr<grpc::Channel>& channel,
                    const v1::PlanRequest& request, const LoadOptions& options) {

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "slackswap/v1/service.pb.h"
@@ -29,6 +31,9 @@ struct LoadOptions {
   // threads and its allocator and are left out of the report; `duration` and
   // `max_requests` count from its end.
   absl::Duration warmup = absl::ZeroDuration();
+  // When > 0, the process id of the server (same machine): its CPU time over
+  // the measured stretch is reported too.
+  int server_pid = 0;
 };
 
 struct LoadReport {
@@ -38,7 +43,18 @@ struct LoadReport {
   double requests_per_second = 0;  // successful calls per second
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;  // of successful calls
   std::map<std::string, int64_t> errors;  // by gRPC status code name
+  // CPU time (user + system, every thread) from the end of the warm-up to
+  // the end of the run: of this process (in-process: the planning itself),
+  // and of the server process when LoadOptions::server_pid is set. Calls
+  // still running when the warm-up ends add a little that no counted call
+  // accounts for (at most `concurrency` calls' worth).
+  double cpu_seconds = 0;
+  std::optional<double> server_cpu_seconds;
 };
+
+// CPU time (user + system) that process `pid` on this machine has used, from
+// /proc, at clock-tick resolution. NOT_FOUND when there is no such process.
+absl::StatusOr<double> ProcessCpuSeconds(int pid);
 
 // Against a server through `channel` (null: in-process).
 LoadReport RunLoad(const std::shared_ptr<grpc::Channel>& channel,

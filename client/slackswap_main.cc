@@ -129,6 +129,9 @@ ABSL_FLAG(int64_t, requests, 0,
           "bench-server: stop after this many calls (0: --duration only)");
 ABSL_FLAG(bool, local, false,
           "bench-server: call the planner in-process instead of --server");
+ABSL_FLAG(int, server_pid, 0,
+          "bench-server: the server's process id, when it runs on this "
+          "machine: report its CPU time per call too");
 
 namespace slackswap {
 namespace {
@@ -156,10 +159,11 @@ Usage:
   slackswap frontier [--trace FILE | --preset P ...] [--hardware H] [--target R]
                      [--fractions F,F,...] [--json]
       Throughput against budget, and the smallest budget that reaches a target.
-  slackswap bench-server (--server ADDRESS | --local) [--concurrency N] [--duration D]
-                         [--warmup D]
+  slackswap bench-server (--server ADDRESS [--server_pid PID] | --local)
+                         [--concurrency N] [--duration D] [--warmup D]
                          [--requests N] [--preset P ...] [--budget B]
-      N concurrent callers planning the same trace: requests/s, latency, errors.
+      N concurrent callers planning the same trace: requests/s, latency, errors,
+      CPU time per call (of the server too, given its process id).
   slackswap report [--out_dir DIR] [--quick] [--genetic_evaluations N]
       Reproduce the paper's evaluation: DIR/results.md and DIR/results/*.svg.
   slackswap presets
@@ -707,6 +711,35 @@ int BenchServer(Backend& backend) {
                        "bench-server needs --server ADDRESS or --local"),
                    kUsageExit);
   }
+  LoadOptions options;
+  options.concurrency = absl::GetFlag(FLAGS_concurrency);
+  options.duration = absl::GetFlag(FLAGS_duration);
+  options.warmup = absl::GetFlag(FLAGS_warmup);
+  options.max_requests = absl::GetFlag(FLAGS_requests);
+  options.deadline = absl::GetFlag(FLAGS_deadline);
+  options.server_pid = absl::GetFlag(FLAGS_server_pid);
+  if (options.warmup < absl::ZeroDuration()) {
+    return ExitFor(absl::InvalidArgumentError("--warmup must be >= 0"),
+                   kUsageExit);
+  }
+  if (options.concurrency < 1 || options.concurrency > 1024) {
+    return ExitFor(
+        absl::InvalidArgumentError("--concurrency must be in [1, 1024]"),
+        kUsageExit);
+  }
+  if (options.server_pid != 0) {
+    if (local) {
+      return ExitFor(
+          absl::InvalidArgumentError("--server_pid goes with --server"),
+          kUsageExit);
+    }
+    const absl::StatusOr<double> cpu = ProcessCpuSeconds(options.server_pid);
+    if (!cpu.ok()) {
+      return ExitFor(absl::InvalidArgumentError(absl::StrCat(
+                         "--server_pid: ", cpu.status().message())),
+                     kUsageExit);
+    }
+  }
   int exit_code = 0;
   absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
   if (!inputs.ok()) return exit_code;
@@ -725,21 +758,6 @@ int BenchServer(Backend& backend) {
     if (!made.ok()) return ExitFor(made.status(), kFailureExit);
     channel = *made;
   }
-  LoadOptions options;
-  options.concurrency = absl::GetFlag(FLAGS_concurrency);
-  options.duration = absl::GetFlag(FLAGS_duration);
-  options.warmup = absl::GetFlag(FLAGS_warmup);
-  options.max_requests = absl::GetFlag(FLAGS_requests);
-  options.deadline = absl::GetFlag(FLAGS_deadline);
-  if (options.warmup < absl::ZeroDuration()) {
-    return ExitFor(absl::InvalidArgumentError("--warmup must be >= 0"),
-                   kUsageExit);
-  }
-  if (options.concurrency < 1 || options.concurrency > 1024) {
-    return ExitFor(
-        absl::InvalidArgumentError("--concurrency must be in [1, 1024]"),
-        kUsageExit);
-  }
   const LoadReport r = RunLoad(channel, *request, options);
   std::vector<std::string> errors;
   for (const auto& [code, n] : r.errors)
@@ -750,10 +768,14 @@ int BenchServer(Backend& backend) {
         "\"seconds\": %.3f, "
         "\"requests_per_second\": %.2f, \"p50_ms\": %.3f, \"p90_ms\": %.3f, "
         "\"p99_ms\": %.3f, "
-        "\"max_ms\": %.3f, \"errors\": {%s}}\n",
+        "\"max_ms\": %.3f, \"cpu_seconds\": %.6f, \"server_cpu_seconds\": %s, "
+        "\"errors\": {%s}}\n",
         local ? "in-process" : "server", options.concurrency, r.calls, r.ok,
         r.seconds, r.requests_per_second, r.p50_ms, r.p90_ms, r.p99_ms,
-        r.max_ms,
+        r.max_ms, r.cpu_seconds,
+        r.server_cpu_seconds.has_value()
+            ? absl::StrFormat("%.3f", *r.server_cpu_seconds)
+            : "null",
         absl::StrJoin(r.errors, ", ", [](std::string* out, const auto& e) {
           absl::StrAppend(out, "\"", e.first, "\": ", e.second);
         }));
@@ -768,6 +790,17 @@ int BenchServer(Backend& backend) {
       r.calls, r.seconds, r.ok, r.requests_per_second, r.p50_ms, r.p90_ms,
       r.p99_ms, r.max_ms,
       errors.empty() ? "none" : absl::StrJoin(errors, ", "));
+  if (r.calls > 0) {
+    const double per_call = 1e3 / static_cast<double>(r.calls);
+    std::cout << absl::StrFormat("cpu          %.3f ms per call here",
+                                 r.cpu_seconds * per_call);
+    if (r.server_cpu_seconds.has_value()) {
+      std::cout << absl::StrFormat(", %.3f ms per call in process %d",
+                                   *r.server_cpu_seconds * per_call,
+                                   options.server_pid);
+    }
+    std::cout << "\n";
+  }
   return 0;
 }
 

@@ -33,7 +33,9 @@ run_load() {
 for _ in 1 2 3; do
   run_load --local --concurrency 1
   run_load --local --concurrency 2
-  for c in 1 4 16 64; do run_load --server "127.0.0.1:$port" --concurrency "$c"; done
+  for c in 1 4 16 64; do
+    run_load --server "127.0.0.1:$port" --server_pid "$server" --concurrency "$c"
+  done
 done
 
 /usr/bin/python3 scripts/benchmarks_report.py "$out" >docs/benchmarks.md

@@ -56,6 +56,12 @@ def service_section(folder):
         merged = {"target": key[0], "concurrency": key[1], "rounds": len(same)}
         for field in ("calls", "requests_per_second", "p50_ms", "p90_ms", "p99_ms"):
             merged[field] = statistics.median(r[field] for r in same)
+        # CPU time per call, in ms: of the caller (in-process: the planning
+        # itself) and of the server process.
+        merged["cpu_ms"] = statistics.median(1e3 * r["cpu_seconds"] / r["calls"] for r in same)
+        if all(r.get("server_cpu_seconds") is not None for r in same):
+            merged["server_cpu_ms"] = statistics.median(
+                1e3 * r["server_cpu_seconds"] / r["calls"] for r in same)
         errors = {}
         for r in same:
             for code, n in r["errors"].items():
@@ -64,8 +70,10 @@ def service_section(folder):
         runs.append(merged)
     local = [r for r in runs if r["target"] == "in-process"]
     remote = [r for r in runs if r["target"] == "server"]
-    best_local = max(r["requests_per_second"] for r in local)
-    best_remote = max(r["requests_per_second"] for r in remote)
+    best_local_row = max(local, key=lambda r: r["requests_per_second"])
+    best_remote_row = max(remote, key=lambda r: r["requests_per_second"])
+    best_local = best_local_row["requests_per_second"]
+    best_remote = best_remote_row["requests_per_second"]
     single = next(r for r in remote if r["concurrency"] == 1)
     at16 = next(r for r in remote if r["concurrency"] == 16)
     lines = [
@@ -79,16 +87,20 @@ def service_section(folder):
         f"thread per caller), in the same run: {runs[0]['rounds']} interleaved rounds of every row, 5 s each after a",
         "1 s warm-up; each cell is the median over the rounds (errors are summed). The load",
         "generator runs on the same two cores as the server, so it keeps its calls in flight from",
-        "one thread on a completion queue and sends the request serialized once.",
+        "one thread on a completion queue and sends the request serialized once. CPU columns",
+        "are CPU time (user + system, all threads) per call over the measured stretch: of the",
+        "caller (in-process, that is the planning) and of the server process (`--server_pid`).",
         "",
-        "| Target | Concurrency | Calls per round | Plans/s | p50 | p90 | p99 | Errors |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Target | Concurrency | Calls per round | Plans/s | p50 | p90 | p99 | Caller CPU | Server CPU | Errors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         errors = ", ".join(f"{k} {v}" for k, v in r["errors"].items()) or "none"
+        server_cpu = f"{r['server_cpu_ms']:.3f} ms" if "server_cpu_ms" in r else ""
         lines.append(f"| {r['target']} | {r['concurrency']} | {r['calls']:.0f} | "
                      f"{r['requests_per_second']:.1f} | {r['p50_ms']:.2f} ms | "
-                     f"{r['p90_ms']:.2f} ms | {r['p99_ms']:.2f} ms | {errors} |")
+                     f"{r['p90_ms']:.2f} ms | {r['p99_ms']:.2f} ms | {r['cpu_ms']:.3f} ms | "
+                     f"{server_cpu} | {errors} |")
     ratio = best_remote / best_local
     tail = at16["p99_ms"] / single["p50_ms"]
     lines += [
@@ -97,6 +109,19 @@ def service_section(folder):
         f"{'met' if ratio >= 0.8 else 'MISSED'}).",
         f"p99 at concurrency 16 / single-call median: **{tail:.1f}x** (target under 10x: "
         f"{'met' if tail < 10 else 'MISSED'}).",
+    ]
+    planning = best_local_row["cpu_ms"]
+    server = best_remote_row["server_cpu_ms"]
+    caller = best_remote_row["cpu_ms"]
+    lines += [
+        "",
+        f"Where the difference goes, from the CPU columns of those two rows: a plan costs "
+        f"{planning:.3f} ms of CPU in-process; through the service it costs {server:.3f} ms in the "
+        f"server and {caller:.3f} ms in the load generator, so the service adds "
+        f"{server + caller - planning:.3f} ms per call ({100 * (server + caller - planning) / planning:.0f}% "
+        f"of the planning), and the in-process CPU per plan / the service's CPU per call is "
+        f"{planning / (server + caller):.2f}. CPU time leaves out time the virtual machine's host "
+        f"takes back (steal), so this ratio moves less between runs than the rates do.",
     ]
     return lines
 

@@ -143,10 +143,18 @@ check "bench-server --local runs" test "$(exit_code "$cli" bench-server --local 
 cp "$work/out" "$work/bench.json"
 check "bench-server counts the calls" test \
   "$(json_get "$work/bench.json" 'd["calls"], d["ok"], d["target"]')" = "7 7 in-process"
+check "bench-server reports its CPU time, no server's" test \
+  "$(json_get "$work/bench.json" 'd["cpu_seconds"] > 0, d["server_cpu_seconds"]')" = "True None"
 check "negative warm-up is a usage error" test \
   "$(exit_code "$cli" bench-server --local --warmup=-1s)" = 2
 check "negative warm-up is explained" grep -q -- "--warmup must be >= 0" "$work/err"
 check "bench-server needs a target" test "$(exit_code "$cli" bench-server)" = 2
+check "--server_pid needs --server" test \
+  "$(exit_code "$cli" bench-server --local --server_pid $$)" = 2
+check "--server_pid needs --server, it says" grep -q -- "--server_pid goes with --server" "$work/err"
+check "an unknown --server_pid is a usage error" test \
+  "$(exit_code "$cli" bench-server --server 127.0.0.1:1 --server_pid 2147483647)" = 2
+check "an unknown --server_pid is named" grep -q "no process 2147483647" "$work/err"
 
 echo "$passed passed, $failed failed"
 test "$failed" = 0

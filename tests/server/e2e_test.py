@@ -191,6 +191,32 @@ class ServerTest(unittest.TestCase):
             self.assertEqual(bad.returncode, 1)
             self.assertIn("batch", bad.stderr)
 
+    def test_bench_server_reports_the_cpu_time_of_the_process_it_is_given(self):
+        with tempfile.TemporaryDirectory() as work:
+            trace = os.path.join(work, "trace.pb")
+            with open(trace, "wb") as f:
+                f.write(self.generated.trace.SerializeToString())
+            idle = subprocess.Popen(["sleep", "60"])
+            try:
+                reports = {}
+                for name, pid in (("server", self.server.proc.pid), ("idle", idle.pid)):
+                    run = subprocess.run(
+                        [ARGS.cli, "bench-server", "--server", self.server.address,
+                         "--server_pid", str(pid), "--trace", trace, "--hardware", "a100",
+                         "--budget", "0.5", "--concurrency", "4", "--duration", "1s", "--json"],
+                        capture_output=True, text=True, timeout=60)
+                    self.assertEqual(run.returncode, 0, run.stderr)
+                    reports[name] = json.loads(run.stdout)
+            finally:
+                idle.kill()
+                idle.wait()
+            for report in reports.values():
+                self.assertGreater(report["ok"], 0)
+                self.assertGreater(report["cpu_seconds"], 0)
+            # The server planned every call; the sleeping process did nothing.
+            self.assertGreater(reports["server"]["server_cpu_seconds"], 0.05)
+            self.assertEqual(reports["idle"]["server_cpu_seconds"], 0)
+
     def test_garbage_bytes_do_not_hurt_the_server(self):
         import grpc
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=5) as s:

@@ -2,6 +2,18 @@
 // on loopback and in-process.
 #include "client/load_generator.h"
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "server/server.h"
@@ -102,6 +114,79 @@ TEST_F(LoadGeneratorTest, PlansInProcessWithoutAChannel) {
   EXPECT_EQ(r.calls, 6);
   EXPECT_EQ(r.ok, 6);
   ExpectOrderedPercentiles(r);
+  EXPECT_GT(r.cpu_seconds, 0);
+}
+
+TEST_F(LoadGeneratorTest, ReportsCpuTimeOfItselfAndOfTheServerProcess) {
+  LoadOptions options;
+  options.concurrency = 4;
+  options.duration = absl::Milliseconds(600);
+  const LoadReport without = RunLoad(Channel(), Request(0.5), options);
+  EXPECT_GT(without.cpu_seconds, 0);
+  EXPECT_FALSE(without.server_cpu_seconds.has_value());
+
+  // The test server runs in this process, so both meters measure the same
+  // CPU time: one at nanosecond, the other at clock-tick resolution.
+  options.server_pid = getpid();
+  const LoadReport r = RunLoad(Channel(), Request(0.5), options);
+  ASSERT_TRUE(r.server_cpu_seconds.has_value());
+  EXPECT_GT(r.cpu_seconds, 0.05);
+  EXPECT_NEAR(*r.server_cpu_seconds, r.cpu_seconds,
+              0.03 + 0.1 * r.cpu_seconds);
+}
+
+TEST(ProcessCpuSecondsTest, ReadsAnotherProcessWhateverItsName) {
+  // /proc/PID/stat puts the name in parentheses; this one holds both.
+  const std::filesystem::path dir = testing::TempDir();
+  const std::filesystem::path odd = dir / "sle ep) (1";
+  std::filesystem::copy_file("/bin/sleep", odd,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::string path = odd.string();
+  std::string seconds = "30";
+  char* argv[] = {path.data(), seconds.data(), nullptr};
+  pid_t child = 0;
+  ASSERT_EQ(posix_spawn(&child, path.c_str(), nullptr, nullptr, argv, environ),
+            0);
+  // Until the child has exec'd, it carries this test's name.
+  const std::string comm = "/proc/" + std::to_string(child) + "/comm";
+  bool renamed = false;
+  for (int i = 0; i < 500 && !renamed; ++i) {
+    std::ifstream in(comm);
+    std::string name;
+    std::getline(in, name);
+    renamed = name == odd.filename().string();
+    if (!renamed) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(renamed);
+  const absl::StatusOr<double> idle = ProcessCpuSeconds(child);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  std::filesystem::remove(odd);
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  EXPECT_GE(*idle, 0);
+  EXPECT_LT(*idle, 0.5);
+  EXPECT_EQ(ProcessCpuSeconds(child).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ProcessCpuSeconds(0).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ProcessCpuSecondsTest, CountsThisProcessWork) {
+  const absl::StatusOr<double> before = ProcessCpuSeconds(getpid());
+  ASSERT_TRUE(before.ok()) << before.status();
+  // Busy for 0.3 s of this thread's CPU time.
+  timespec start{};
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  volatile double sink = 0;
+  do {
+    for (int i = 0; i < 100000; ++i) sink = sink + std::sqrt(i);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  } while ((now.tv_sec - start.tv_sec) +
+               (now.tv_nsec - start.tv_nsec) * 1e-9 <
+           0.3);
+  const absl::StatusOr<double> after = ProcessCpuSeconds(getpid());
+  ASSERT_TRUE(after.ok());
+  EXPECT_GE(*after - *before, 0.28);
 }
 
 }  // namespace

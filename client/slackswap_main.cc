@@ -199,9 +199,8 @@ bool LooksLikePath(const std::string& value) {
   return absl::StrContains(value, '/') || absl::StrContains(value, '.');
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeBackend() {
-  if (absl::GetFlag(FLAGS_server).empty())
-    return LocalBackend(absl::GetFlag(FLAGS_deadline));
+// --server and its TLS and deadline flags.
+ConnectionOptions ConnectionFromFlags() {
   ConnectionOptions options;
   options.address = absl::GetFlag(FLAGS_server);
   options.ca_file = absl::GetFlag(FLAGS_tls_ca);
@@ -209,7 +208,13 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend() {
   options.client_key_file = absl::GetFlag(FLAGS_tls_key);
   options.server_name = absl::GetFlag(FLAGS_tls_server_name);
   options.deadline = absl::GetFlag(FLAGS_deadline);
-  return RemoteBackend(options);
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend() {
+  if (absl::GetFlag(FLAGS_server).empty())
+    return LocalBackend(absl::GetFlag(FLAGS_deadline));
+  return RemoteBackend(ConnectionFromFlags());
 }
 
 // The generator request the flags describe.
@@ -747,14 +752,8 @@ int BenchServer(Backend& backend) {
   if (!request.ok()) return ExitFor(request.status(), kUsageExit);
   std::shared_ptr<grpc::Channel> channel;
   if (!local) {
-    ConnectionOptions connection;
-    connection.address = absl::GetFlag(FLAGS_server);
-    connection.ca_file = absl::GetFlag(FLAGS_tls_ca);
-    connection.client_cert_file = absl::GetFlag(FLAGS_tls_cert);
-    connection.client_key_file = absl::GetFlag(FLAGS_tls_key);
-    connection.server_name = absl::GetFlag(FLAGS_tls_server_name);
     absl::StatusOr<std::shared_ptr<grpc::Channel>> made =
-        MakeChannel(connection);
+        MakeChannel(ConnectionFromFlags());
     if (!made.ok()) return ExitFor(made.status(), kFailureExit);
     channel = *made;
   }

@@ -18,6 +18,8 @@ SIMULATOR = [
      "derivation and replay", 0.2),
     ("BM_SimulateGpt2XlWithTimeline", "the same, recording the full timeline", None),
     ("BM_TraceFromProtoGpt2Xl", "validation and conversion of the wire-form trace", None),
+    ("BM_ParseAndConvertGpt2Xl", "from the serialized trace: protobuf parsing, then the same", None),
+    ("BM_TraceFromWireGpt2Xl", "from the serialized trace through the wire decoder (the server's way)", None),
     ("BM_GenerateGpt2Xl", "generation of the GPT-2 XL / A100 trace", None),
 ]
 PLANNER = [

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "simulator/field_violations.h"
 #include "simulator/status_macros.h"
+#include "simulator/trace_wire.h"
 
 namespace slackswap {
 namespace {
@@ -91,14 +92,17 @@ OpKind KindFromProto(v1::OpKind kind) {
   }
 }
 
-absl::Status ConvertOperators(const v1::Trace& proto, Trace& trace) {
+// TraceMessage: v1::Trace, or WireTrace (trace_wire.h), which offers the same
+// accessors over the serialized bytes.
+template <typename TraceMessage>
+absl::Status ConvertOperators(const TraceMessage& proto, Trace& trace) {
   FieldViolations v;
   const int n = proto.operators_size();
   trace.ops.resize(n);
   v1::Phase previous = v1::PHASE_FORWARD;
   bool sum_reported = false;
   for (int i = 0; i < n && !v.full(); ++i) {
-    const v1::Operator& op = proto.operators(i);
+    const auto& op = proto.operators(i);
     if (op.name().size() > kMaxNameBytes)
       v.Add(Path("trace.operators", i, "name"), "longer than 256 bytes");
     const v1::Phase phase = op.phase();
@@ -140,7 +144,8 @@ absl::Status ConvertOperators(const v1::Trace& proto, Trace& trace) {
   return v.ToStatus();
 }
 
-absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
+template <typename TraceMessage>
+absl::Status ConvertTensors(const TraceMessage& proto, Trace& trace) {
   FieldViolations v;
   const int n = proto.tensors_size();
   const int num_ops = trace.num_ops();
@@ -148,7 +153,7 @@ absl::Status ConvertTensors(const v1::Trace& proto, Trace& trace) {
   std::vector<std::pair<int32_t, int32_t>> use_pairs, input_pairs;
   bool sum_reported = false;
   for (int i = 0; i < n && !v.full(); ++i) {
-    const v1::Tensor& tp = proto.tensors(i);
+    const auto& tp = proto.tensors(i);
     auto at = [i](absl::string_view field) {
       return Path("trace.tensors", i, field);
     };
@@ -291,9 +296,8 @@ absl::Status OrderRecomputeGraph(Trace& trace) {
       "forms a cycle: a tensor's rebuild cannot depend on itself");
 }
 
-}  // namespace
-
-absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
+template <typename TraceMessage>
+absl::StatusOr<Trace> ConvertTrace(const TraceMessage& proto) {
   if (proto.operators_size() == 0) {
     return InvalidField("trace.operators", "at least one operator is required");
   }
@@ -308,8 +312,9 @@ absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
                                  " entries; at most ", kMaxTensors));
   }
   int64_t relations = 0;
-  for (const v1::Tensor& t : proto.tensors()) {
-    relations += t.use_ops_size() + t.recompute_inputs_size();
+  for (int i = 0; i < proto.tensors_size(); ++i) {
+    relations +=
+        proto.tensors(i).use_ops_size() + proto.tensors(i).recompute_inputs_size();
   }
   if (relations > kMaxRelations) {
     return TooLarge(
@@ -321,7 +326,7 @@ absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
     return InvalidField("trace.name", "longer than 256 bytes");
   }
   Trace trace;
-  trace.name = proto.name();
+  trace.name = std::string(proto.name());
   SLACKSWAP_RETURN_IF_ERROR(ConvertOperators(proto, trace));
   SLACKSWAP_RETURN_IF_ERROR(ConvertTensors(proto, trace));
   SLACKSWAP_RETURN_IF_ERROR(OrderRecomputeGraph(trace));
@@ -338,6 +343,18 @@ absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
     }
   }
   return trace;
+}
+
+}  // namespace
+
+absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
+  return ConvertTrace(proto);
+}
+
+std::optional<absl::StatusOr<Trace>> TraceFromWire(absl::string_view bytes) {
+  WireTrace wire;
+  if (!DecodeWireTrace(bytes, wire)) return std::nullopt;
+  return ConvertTrace(wire);
 }
 
 absl::StatusOr<Hardware> HardwareFromProto(const v1::Hardware& proto) {

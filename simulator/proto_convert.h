@@ -10,8 +10,10 @@
 #define SLACKSWAP_SIMULATOR_PROTO_CONVERT_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
@@ -37,6 +39,15 @@ inline constexpr int64_t kMaxQuantity = int64_t{1} << 60;
 // Validates `proto` (every rule of docs/event-model.md, "Trace") and builds
 // the compact trace with its derived fields. Field paths start with "trace".
 absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto);
+
+// The same for a serialized slackswap.v1.Trace, decoded straight into the
+// compact trace without building the message (trace_wire.h): exactly what
+// TraceFromProto returns for the parsed message, in about a quarter of the
+// time. std::nullopt when the bytes are not in the form protobuf serializers
+// write (unknown fields, unpacked repeated fields, groups, invalid UTF-8,
+// malformed bytes): then parse the message and call TraceFromProto, which
+// gives the answer (or the parse error) for those.
+std::optional<absl::StatusOr<Trace>> TraceFromWire(absl::string_view bytes);
 
 // Validates and converts a hardware descriptor. Field paths start with
 // "hardware".

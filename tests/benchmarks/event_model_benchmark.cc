@@ -94,6 +94,30 @@ void BM_TraceFromProtoGpt2Xl(benchmark::State& state) {
 }
 BENCHMARK(BM_TraceFromProtoGpt2Xl)->Unit(benchmark::kMicrosecond);
 
+// From the serialized trace, the usual way: protobuf parses the message into
+// an arena, then TraceFromProto.
+void BM_ParseAndConvertGpt2Xl(benchmark::State& state) {
+  const std::string bytes = Gpt2Xl().proto.SerializeAsString();
+  for (auto _ : state) {
+    google::protobuf::Arena arena;
+    auto* message = google::protobuf::Arena::CreateMessage<v1::Trace>(&arena);
+    message->ParseFromString(bytes);
+    absl::StatusOr<Trace> trace = TraceFromProto(*message);
+    benchmark::DoNotOptimize(trace);
+  }
+}
+BENCHMARK(BM_ParseAndConvertGpt2Xl)->Unit(benchmark::kMicrosecond);
+
+// The same through the wire decoder, as the server does.
+void BM_TraceFromWireGpt2Xl(benchmark::State& state) {
+  const std::string bytes = Gpt2Xl().proto.SerializeAsString();
+  for (auto _ : state) {
+    std::optional<absl::StatusOr<Trace>> trace = TraceFromWire(bytes);
+    benchmark::DoNotOptimize(trace);
+  }
+}
+BENCHMARK(BM_TraceFromWireGpt2Xl)->Unit(benchmark::kMicrosecond);
+
 void BM_GenerateGpt2Xl(benchmark::State& state) {
   const Hardware hw = *HardwarePreset("a100");
   const WorkloadSpec spec = *WorkloadPreset("gpt2-xl");

@@ -1,0 +1,278 @@
+#include "simulator/trace_wire.h"
+
+#include <cstring>
+
+#include "simulator/proto_convert.h"
+
+namespace slackswap {
+namespace {
+
+enum WireType : uint32_t { kVarint = 0, kLengthDelimited = 2 };
+
+// True when `s` is well-formed UTF-8 (no overlong forms, no surrogates,
+// nothing above U+10FFFF): every validator, protobuf's included, accepts it.
+bool IsWellFormedUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    // Names are mostly ASCII: eight bytes at a time while no high bit is set.
+    uint64_t word = 0;
+    if (s.size() - i >= sizeof(word)) {
+      std::memcpy(&word, s.data() + i, sizeof(word));
+      if ((word & 0x8080808080808080u) == 0) {
+        i += sizeof(word);
+        continue;
+      }
+    }
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    uint32_t code = 0;
+    if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+      code = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      length = 3;
+      code = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      length = 4;
+      code = c & 0x07;
+    } else {
+      return false;
+    }
+    if (s.size() - i < length) return false;
+    for (size_t k = 1; k < length; ++k) {
+      const auto continuation = static_cast<unsigned char>(s[i + k]);
+      if ((continuation & 0xC0) != 0x80) return false;
+      code = (code << 6) | (continuation & 0x3F);
+    }
+    if (length == 3 && (code < 0x800 || (code >= 0xD800 && code <= 0xDFFF)))
+      return false;
+    if (length == 4 && (code < 0x10000 || code > 0x10FFFF)) return false;
+    i += length;
+  }
+  return true;
+}
+
+// Reads protobuf wire primitives. Every read returns false on malformed or
+// non-minimal input, which the decoder leaves to protobuf.
+class WireReader {
+ public:
+  explicit WireReader(absl::string_view bytes)
+      : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+
+  bool done() const { return p_ == end_; }
+
+  // A varint of at most 10 bytes in its shortest form.
+  bool Varint(uint64_t& value) {
+    if (p_ != end_ && static_cast<uint8_t>(*p_) < 0x80) {  // one byte
+      value = static_cast<uint8_t>(*p_++);
+      return true;
+    }
+    uint64_t result = 0;
+    for (int i = 0; i < 10 && p_ != end_; ++i) {
+      const auto byte = static_cast<uint8_t>(*p_++);
+      result |= uint64_t{byte & 0x7Fu} << (7 * i);
+      if (byte < 0x80) {
+        if (byte == 0 && i > 0) return false;  // padded: not the shortest
+        value = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool Tag(uint32_t& field, uint32_t& wire_type) {
+    uint64_t tag = 0;
+    if (!Varint(tag) || tag > 0xFFFFFFFFu) return false;
+    field = static_cast<uint32_t>(tag >> 3);
+    wire_type = static_cast<uint32_t>(tag & 7);
+    return field != 0;
+  }
+
+  // The payload of a length-delimited field.
+  bool Bytes(absl::string_view& payload) {
+    uint64_t length = 0;
+    if (!Varint(length) || length > static_cast<uint64_t>(end_ - p_))
+      return false;
+    payload = absl::string_view(p_, static_cast<size_t>(length));
+    p_ += length;
+    return true;
+  }
+
+  bool Int64(int64_t& value) {
+    uint64_t v = 0;
+    if (!Varint(v)) return false;
+    value = static_cast<int64_t>(v);
+    return true;
+  }
+
+  // int32 and enum fields keep the low 32 bits, as protobuf does.
+  bool Int32(int32_t& value) {
+    uint64_t v = 0;
+    if (!Varint(v)) return false;
+    value = static_cast<int32_t>(static_cast<uint32_t>(v));
+    return true;
+  }
+
+  bool Bool(bool& value) {
+    uint64_t v = 0;
+    if (!Varint(v)) return false;
+    value = v != 0;
+    return true;
+  }
+
+  bool Name(absl::string_view& name) {
+    return Bytes(name) && IsWellFormedUtf8(name);
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
+  WireReader in(bytes);
+  uint32_t field = 0;
+  uint32_t wire_type = 0;
+  int64_t ignored = 0;
+  while (!in.done()) {
+    if (!in.Tag(field, wire_type)) return false;
+    if (field == 1) {
+      if (wire_type != kLengthDelimited || !in.Name(op.name_)) return false;
+      continue;
+    }
+    if (wire_type != kVarint) return false;
+    bool ok = false;
+    switch (field) {
+      case 2:
+        ok = in.Int32(op.phase_);
+        break;
+      case 3:
+        ok = in.Int32(op.kind_);
+        break;
+      case 4:
+        ok = in.Int64(op.duration_ns_);
+        break;
+      case 5:
+        ok = in.Int32(op.block_index_);
+        break;
+      case 6:
+        ok = in.Int64(op.workspace_bytes_);
+        break;
+      case 7:  // flops and memory_traffic_bytes: not used by the planner
+      case 8:
+        ok = in.Int64(ignored);
+        break;
+      default:
+        return false;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Appends a packed run of int32 values to `ints`.
+bool DecodePacked(absl::string_view bytes, std::vector<int32_t>& ints,
+                  int& begin, int& count) {
+  begin = static_cast<int>(ints.size());
+  WireReader in(bytes);
+  while (!in.done()) {
+    int32_t value = 0;
+    if (!in.Int32(value)) return false;
+    ints.push_back(value);
+  }
+  count = static_cast<int>(ints.size()) - begin;
+  return true;
+}
+
+bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
+                  WireTensor& t) {
+  WireReader in(bytes);
+  uint32_t field = 0;
+  uint32_t wire_type = 0;
+  bool seen_uses = false;
+  bool seen_inputs = false;
+  absl::string_view payload;
+  while (!in.done()) {
+    if (!in.Tag(field, wire_type)) return false;
+    bool ok = false;
+    switch (field) {
+      case 1:
+        ok = wire_type == kLengthDelimited && in.Name(t.name_);
+        break;
+      case 4:  // packed, once: protobuf would append a second run
+      case 6: {
+        bool& seen = field == 4 ? seen_uses : seen_inputs;
+        ok = wire_type == kLengthDelimited && !seen && in.Bytes(payload) &&
+             (field == 4 ? DecodePacked(payload, ints, t.use_ops_begin_,
+                                        t.use_ops_count_)
+                         : DecodePacked(payload, ints, t.recompute_inputs_begin_,
+                                        t.recompute_inputs_count_));
+        seen = true;
+        break;
+      }
+      case 2:
+        ok = wire_type == kVarint && in.Int64(t.size_bytes_);
+        break;
+      case 3:
+        ok = wire_type == kVarint && in.Int32(t.producer_op_);
+        break;
+      case 5:
+        ok = wire_type == kVarint && in.Int64(t.recompute_duration_ns_);
+        break;
+      case 7:
+        ok = wire_type == kVarint && in.Bool(t.swap_forbidden_);
+        break;
+      case 8:
+        ok = wire_type == kVarint && in.Bool(t.recompute_forbidden_);
+        break;
+      default:
+        return false;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace) {
+  trace = WireTrace();
+  WireReader in(bytes);
+  uint32_t field = 0;
+  uint32_t wire_type = 0;
+  absl::string_view payload;
+  while (!in.done()) {
+    if (!in.Tag(field, wire_type) || wire_type != kLengthDelimited)
+      return false;
+    switch (field) {
+      case 1:
+        if (!in.Name(trace.name_)) return false;
+        break;
+      case 2:
+        // Past the limits, which conversion refuses anyway, the message is
+        // left to protobuf, so that the view never grows without bound.
+        if (!in.Bytes(payload) ||
+            trace.operators_.size() > static_cast<size_t>(kMaxOperators) ||
+            !DecodeOperator(payload, trace.operators_.emplace_back()))
+          return false;
+        break;
+      case 3:
+        if (!in.Bytes(payload) ||
+            trace.tensors_.size() > static_cast<size_t>(kMaxTensors) ||
+            trace.ints_.size() > static_cast<size_t>(kMaxRelations) ||
+            !DecodeTensor(payload, trace.ints_, trace.tensors_.emplace_back()))
+          return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  for (WireTensor& t : trace.tensors_) t.ints_ = trace.ints_.data();
+  return true;
+}
+
+}  // namespace slackswap

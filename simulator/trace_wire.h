@@ -1,0 +1,92 @@
+// File: trace_wire.h
+//
+// A read-only view of a serialized slackswap.v1.Trace, decoded without
+// building the protobuf message: no object per operator or tensor and no
+// string per name. It offers the accessors of the generated v1::Trace that
+// trace conversion reads, so that one conversion (proto_convert.cc) validates
+// both; callers use TraceFromWire (proto_convert.h).
+//
+// The decoder takes only the form that protobuf serializers write: each
+// known field with its declared wire type, repeated integers packed and
+// written once per tensor, names in valid UTF-8. Anything else (unknown
+// fields, unpacked or split repeated fields, groups, malformed bytes) makes
+// DecodeWireTrace return false, and the caller parses the message with
+// protobuf, which decides. So the view never accepts what protobuf would
+// reject, and never reads what protobuf would read differently.
+#ifndef SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
+#define SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "slackswap/v1/trace.pb.h"
+
+namespace slackswap {
+
+struct WireOperator {
+  absl::string_view name() const { return name_; }
+  v1::Phase phase() const { return static_cast<v1::Phase>(phase_); }
+  v1::OpKind kind() const { return static_cast<v1::OpKind>(kind_); }
+  int64_t duration_ns() const { return duration_ns_; }
+  int32_t block_index() const { return block_index_; }
+  int64_t workspace_bytes() const { return workspace_bytes_; }
+
+  absl::string_view name_;
+  int32_t phase_ = 0;
+  int32_t kind_ = 0;
+  int64_t duration_ns_ = 0;
+  int32_t block_index_ = 0;
+  int64_t workspace_bytes_ = 0;
+};
+
+struct WireTensor {
+  absl::string_view name() const { return name_; }
+  int64_t size_bytes() const { return size_bytes_; }
+  int32_t producer_op() const { return producer_op_; }
+  int use_ops_size() const { return use_ops_count_; }
+  int32_t use_ops(int j) const { return ints_[use_ops_begin_ + j]; }
+  int64_t recompute_duration_ns() const { return recompute_duration_ns_; }
+  int recompute_inputs_size() const { return recompute_inputs_count_; }
+  int32_t recompute_inputs(int j) const {
+    return ints_[recompute_inputs_begin_ + j];
+  }
+  bool swap_forbidden() const { return swap_forbidden_; }
+  bool recompute_forbidden() const { return recompute_forbidden_; }
+
+  absl::string_view name_;
+  int64_t size_bytes_ = 0;
+  int32_t producer_op_ = 0;
+  int64_t recompute_duration_ns_ = 0;
+  bool swap_forbidden_ = false;
+  bool recompute_forbidden_ = false;
+  // use_ops and recompute_inputs: ranges of the trace's integer pool.
+  const int32_t* ints_ = nullptr;
+  int use_ops_begin_ = 0;
+  int use_ops_count_ = 0;
+  int recompute_inputs_begin_ = 0;
+  int recompute_inputs_count_ = 0;
+};
+
+// Names point into the decoded bytes, which must outlive the view.
+struct WireTrace {
+  absl::string_view name() const { return name_; }
+  int operators_size() const { return static_cast<int>(operators_.size()); }
+  const WireOperator& operators(int i) const { return operators_[i]; }
+  int tensors_size() const { return static_cast<int>(tensors_.size()); }
+  const WireTensor& tensors(int i) const { return tensors_[i]; }
+
+  absl::string_view name_;
+  std::vector<WireOperator> operators_;
+  std::vector<WireTensor> tensors_;
+  std::vector<int32_t> ints_;
+};
+
+// Decodes `bytes` (a serialized slackswap.v1.Trace) into `trace`, in one pass
+// over the bytes. False: the bytes are not in the form described above (or
+// not a valid message); `trace` is then unspecified.
+bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_SIMULATOR_TRACE_WIRE_H_

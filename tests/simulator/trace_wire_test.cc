@@ -1,0 +1,258 @@
+// TraceFromWire against protobuf's parser and TraceFromProto: whenever the
+// wire decoder answers, it answers exactly as they do; everything else it
+// leaves to them.
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/logging.h"
+#include "gtest/gtest.h"
+#include "simulator/hardware.h"
+#include "simulator/proto_convert.h"
+#include "simulator/trace_wire.h"
+#include "simulator/workload.h"
+#include "tests/simulator/test_traces.h"
+
+namespace slackswap {
+namespace {
+
+bool SameCsr(const Csr& a, const Csr& b) {
+  return a.begin == b.begin && a.items == b.items;
+}
+
+// Every field of the compact trace.
+void ExpectSameTrace(const Trace& a, const Trace& b) {
+  EXPECT_EQ(a.name, b.name);
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].duration_ns, b.ops[i].duration_ns) << i;
+    EXPECT_EQ(a.ops[i].workspace_bytes, b.ops[i].workspace_bytes) << i;
+    EXPECT_EQ(a.ops[i].block_index, b.ops[i].block_index) << i;
+    EXPECT_EQ(a.ops[i].phase, b.ops[i].phase) << i;
+    EXPECT_EQ(a.ops[i].kind, b.ops[i].kind) << i;
+  }
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const Tensor& x = a.tensors[i];
+    const Tensor& y = b.tensors[i];
+    EXPECT_EQ(x.size_bytes, y.size_bytes) << i;
+    EXPECT_EQ(x.recompute_ns, y.recompute_ns) << i;
+    EXPECT_EQ(x.producer_op, y.producer_op) << i;
+    EXPECT_EQ(x.last_forward_use, y.last_forward_use) << i;
+    EXPECT_EQ(x.first_backward_use, y.first_backward_use) << i;
+    EXPECT_EQ(x.last_backward_use, y.last_backward_use) << i;
+    EXPECT_EQ(x.swap_forbidden, y.swap_forbidden) << i;
+    EXPECT_EQ(x.recompute_forbidden, y.recompute_forbidden) << i;
+  }
+  EXPECT_TRUE(SameCsr(a.uses, b.uses));
+  EXPECT_TRUE(SameCsr(a.reads, b.reads));
+  EXPECT_TRUE(SameCsr(a.produces, b.produces));
+  EXPECT_TRUE(SameCsr(a.recompute_inputs, b.recompute_inputs));
+  EXPECT_TRUE(SameCsr(a.recompute_dependents, b.recompute_dependents));
+  EXPECT_EQ(a.recompute_topological_order, b.recompute_topological_order);
+  EXPECT_EQ(a.op_allocation_bytes, b.op_allocation_bytes);
+  EXPECT_EQ(a.num_forward_ops, b.num_forward_ops);
+  EXPECT_EQ(a.num_backward_ops, b.num_backward_ops);
+  EXPECT_EQ(a.ideal_ns, b.ideal_ns);
+  EXPECT_EQ(a.total_tensor_bytes, b.total_tensor_bytes);
+}
+
+// Checks TraceFromWire(bytes) against parsing and TraceFromProto; returns
+// whether the wire decoder answered.
+bool ExpectAgreesWithProtobuf(const std::string& bytes) {
+  v1::Trace message;
+  const bool parsed = message.ParseFromString(bytes);
+  const std::optional<absl::StatusOr<Trace>> wire = TraceFromWire(bytes);
+  if (!parsed) {
+    EXPECT_FALSE(wire.has_value()) << "protobuf rejects these bytes";
+    return false;
+  }
+  if (!wire.has_value()) return false;
+  const absl::StatusOr<Trace> expected = TraceFromProto(message);
+  // ToString carries the code, the message and the field violations.
+  EXPECT_EQ(wire->status().ToString(), expected.status().ToString());
+  if (wire->ok() && expected.ok()) ExpectSameTrace(**wire, *expected);
+  return true;
+}
+
+std::string Generated(const std::string& preset, int layers) {
+  WorkloadSpec spec = *WorkloadPreset(preset);
+  if (layers > 0) spec.layers = layers;
+  return GenerateTrace(spec, *HardwarePreset("a100"))->SerializeAsString();
+}
+
+TEST(TraceWireTest, DecodesGeneratedTracesLikeProtobuf) {
+  for (const std::string preset : {"gpt2-xl", "bert-large", "llama-7b",
+                                   "vgg16"}) {
+    SCOPED_TRACE(preset);
+    const std::string bytes = Generated(preset, 0);
+    EXPECT_TRUE(ExpectAgreesWithProtobuf(bytes)) << "left to protobuf";
+    const std::optional<absl::StatusOr<Trace>> wire = TraceFromWire(bytes);
+    ASSERT_TRUE(wire.has_value());
+    EXPECT_TRUE(wire->ok()) << wire->status();
+  }
+}
+
+TEST(TraceWireTest, InvalidTracesGetTheSameFieldViolations) {
+  const v1::Trace valid = *GenerateTrace(
+      [] {
+        WorkloadSpec spec = *WorkloadPreset("llama-7b");
+        spec.layers = 2;
+        return spec;
+      }(),
+      *HardwarePreset("a100"));
+  const std::vector<void (*)(v1::Trace&)> breakages = {
+      [](v1::Trace& t) { t.mutable_operators(1)->set_duration_ns(-5); },
+      [](v1::Trace& t) { t.mutable_operators(0)->set_phase(v1::PHASE_BACKWARD); },
+      [](v1::Trace& t) { t.mutable_operators(2)->set_kind(static_cast<v1::OpKind>(77)); },
+      [](v1::Trace& t) { t.mutable_operators(3)->set_block_index(-1); },
+      [](v1::Trace& t) { t.mutable_tensors(0)->set_producer_op(1 << 30); },
+      [](v1::Trace& t) { t.mutable_tensors(1)->set_use_ops(0, -3); },
+      [](v1::Trace& t) { t.mutable_tensors(2)->clear_use_ops(); },
+      [](v1::Trace& t) { t.mutable_tensors(2)->add_recompute_inputs(2); },
+      [](v1::Trace& t) {
+        t.mutable_tensors(0)->add_recompute_inputs(1);
+        t.mutable_tensors(1)->add_recompute_inputs(0);
+      },
+      [](v1::Trace& t) { t.mutable_tensors(3)->set_size_bytes(int64_t{1} << 61); },
+      [](v1::Trace& t) { t.mutable_tensors(3)->set_name(std::string(300, 'n')); },
+      [](v1::Trace& t) { t.set_name(std::string(257, 'x')); },
+      [](v1::Trace& t) { t.clear_operators(); },
+      [](v1::Trace& t) {  // the last operator runs in backward
+        t.mutable_tensors(0)->set_producer_op(t.operators_size() - 1);
+      },
+  };
+  for (size_t i = 0; i < breakages.size(); ++i) {
+    SCOPED_TRACE(i);
+    v1::Trace broken = valid;
+    breakages[i](broken);
+    const std::string bytes = broken.SerializeAsString();
+    EXPECT_TRUE(ExpectAgreesWithProtobuf(bytes)) << "left to protobuf";
+    EXPECT_FALSE(TraceFromWire(bytes)->ok());
+  }
+}
+
+// Appends a field to serialized bytes: tag, then the payload as given.
+std::string WithField(std::string bytes, int field, int wire_type,
+                      const std::string& payload) {
+  bytes.push_back(static_cast<char>(field << 3 | wire_type));
+  bytes += payload;
+  return bytes;
+}
+
+TEST(TraceWireTest, LeavesOtherEncodingsToProtobuf) {
+  const google::protobuf::LogSilencer quiet;  // parse errors are expected
+  testing::TinyTrace tiny;
+  const int f = tiny.Fwd(10);
+  const int b = tiny.Bwd(10);
+  tiny.Tensor(64, f, {b});
+  const std::string bytes = tiny.proto.SerializeAsString();
+  ASSERT_TRUE(TraceFromWire(bytes).has_value());
+
+  v1::Tensor unpacked;  // use_ops written as a plain varint, not packed
+  unpacked.set_size_bytes(8);
+  std::string tensor = unpacked.SerializeAsString();
+  tensor = WithField(tensor, 4, 0, std::string(1, static_cast<char>(b)));
+  const std::string cases[] = {
+      WithField(bytes, 9, 0, std::string(1, '\1')),  // unknown field
+      WithField(bytes, 3, 2,
+                std::string(1, static_cast<char>(tensor.size())) + tensor),
+      WithField(bytes, 1, 2, "\2\xC3\x28"),         // name: invalid UTF-8
+      WithField(bytes, 1, 2, "\3\xED\xA0\x80"),     // name: a surrogate
+      WithField(bytes, 5, 3, "") + "\x2C",          // a group
+      bytes.substr(0, bytes.size() - 1),            // truncated
+      WithField(bytes, 1, 2, "\x80\x00"),           // padded length
+  };
+  for (const std::string& c : cases) {
+    EXPECT_FALSE(TraceFromWire(c).has_value());
+    ExpectAgreesWithProtobuf(c);
+  }
+  // Names in UTF-8 beyond ASCII are decoded.
+  tiny.proto.set_name("Schrödinger's ∂ trace 🐈");
+  EXPECT_TRUE(ExpectAgreesWithProtobuf(tiny.proto.SerializeAsString()));
+}
+
+TEST(TraceWireTest, RandomMutationsNeverDisagreeWithProtobuf) {
+  const google::protobuf::LogSilencer quiet;  // parse errors are expected
+  const std::string seeds[] = {Generated("llama-7b", 1),
+                               Generated("bert-large", 1)};
+  std::mt19937 random(20261130);
+  int answered = 0;
+  int runs = 0;
+  for (const std::string& seed : seeds) {
+    for (int i = 0; i < 5000; ++i, ++runs) {
+      std::string bytes = seed;
+      const int edits = 1 + static_cast<int>(random() % 2);
+      for (int e = 0; e < edits && !bytes.empty(); ++e) {
+        const size_t at = random() % bytes.size();
+        switch (random() % 5) {
+          case 0:  // a byte changed
+            bytes[at] = static_cast<char>(random());
+            break;
+          case 4:  // a byte changed, staying ASCII: names stay UTF-8
+            bytes[at] = static_cast<char>(random() % 0x80);
+            break;
+          case 1:  // cut short
+            bytes.resize(at);
+            break;
+          case 2:  // a slice repeated
+            bytes.insert(at, bytes.substr(at, random() % 16));
+            break;
+          case 3:  // random bytes inserted
+            bytes.insert(at, std::string(1 + random() % 3,
+                                         static_cast<char>(random())));
+        }
+      }
+      if (ExpectAgreesWithProtobuf(bytes)) ++answered;
+    }
+  }
+  // Edits of a value keep the encoding: the decoder must answer for a good
+  // share of the cases (about a tenth), or this test would exercise only the
+  // fallback.
+  EXPECT_GT(answered, runs / 20) << answered << " of " << runs;
+}
+
+TEST(TraceWireTest, KnowsEveryFieldOfTheTraceMessages) {
+  // A new field must be taught to trace_wire.cc: until then every trace that
+  // sets it is parsed by protobuf instead (right, but at the old speed).
+  EXPECT_EQ(v1::Trace::descriptor()->field_count(), 3);
+  EXPECT_EQ(v1::Operator::descriptor()->field_count(), 8);
+  EXPECT_EQ(v1::Tensor::descriptor()->field_count(), 8);
+  v1::Trace all;
+  all.set_name("t");
+  v1::Operator* f = all.add_operators();
+  f->set_name("f");
+  f->set_phase(v1::PHASE_FORWARD);
+  f->set_kind(v1::OP_KIND_MATMUL);
+  f->set_duration_ns(3);
+  f->set_block_index(1);
+  f->set_workspace_bytes(5);
+  f->set_flops(7);
+  f->set_memory_traffic_bytes(9);
+  *all.add_operators() = *f;
+  all.mutable_operators(1)->set_phase(v1::PHASE_BACKWARD);
+  v1::Operator* r = all.add_operators();
+  *r = *f;
+  r->set_phase(v1::PHASE_BACKWARD);
+  v1::Tensor* t = all.add_tensors();
+  t->set_name("x");
+  t->set_size_bytes(11);
+  t->set_producer_op(0);
+  t->add_use_ops(1);
+  t->add_use_ops(2);
+  t->set_recompute_duration_ns(13);
+  t->set_swap_forbidden(true);
+  t->set_recompute_forbidden(true);
+  v1::Tensor* u = all.add_tensors();
+  *u = *t;
+  u->add_recompute_inputs(0);
+  u->set_swap_forbidden(false);
+  const std::string bytes = all.SerializeAsString();
+  EXPECT_TRUE(ExpectAgreesWithProtobuf(bytes)) << "left to protobuf";
+  EXPECT_TRUE(TraceFromWire(bytes)->ok()) << TraceFromWire(bytes)->status();
+}
+
+}  // namespace
+}  // namespace slackswap

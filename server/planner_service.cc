@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -11,6 +15,8 @@
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "server/grpc_status.h"
+#include "simulator/proto_convert.h"
+#include "simulator/trace_wire.h"
 
 namespace slackswap {
 namespace {
@@ -27,6 +33,59 @@ google::protobuf::ArenaOptions RequestArenaOptions() {
   options.start_block_size = 256 << 10;
   options.max_block_size = 4 << 20;
   return options;
+}
+
+// Requests with a `trace` field: their trace is decoded from the request
+// bytes (TraceFromWire) rather than parsed into the message.
+template <typename Request, typename = void>
+struct CarriesTrace : std::false_type {};
+template <typename Request>
+struct CarriesTrace<Request, std::void_t<decltype(Request::kTraceFieldNumber)>>
+    : std::true_type {};
+
+// Buffers a planning thread keeps for its requests; one that held an unusually
+// large request is given back rather than kept.
+void Release(std::string& buffer) {
+  constexpr size_t kKeptBytes = 4 << 20;
+  if (buffer.capacity() > kKeptBytes) std::string().swap(buffer);
+}
+
+// Parses `bytes` into a message on `arena`. For a request with a trace in the
+// form protobuf serializers write, `trace` receives the decoded trace (or
+// its validation error) and the message is parsed without it; otherwise the
+// whole message is parsed and `trace` stays empty. Null: not a valid message.
+template <typename Request>
+Request* ParseRequest(const grpc::ByteBuffer& bytes,
+                      google::protobuf::Arena& arena,
+                      std::optional<absl::StatusOr<Trace>>& trace) {
+  auto* message = google::protobuf::Arena::CreateMessage<Request>(&arena);
+  if constexpr (CarriesTrace<Request>::value) {
+    thread_local std::string flat;
+    thread_local std::string rest;
+    std::vector<grpc::Slice> slices;
+    absl::string_view trace_bytes;
+    if (bytes.Dump(&slices).ok()) {
+      flat.clear();
+      for (const grpc::Slice& slice : slices) {
+        flat.append(reinterpret_cast<const char*>(slice.begin()),
+                    slice.size());
+      }
+      if (SplitField(flat, Request::kTraceFieldNumber, trace_bytes, rest) &&
+          message->ParseFromString(rest)) {
+        trace = TraceFromWire(trace_bytes);
+      }
+    }
+    Release(flat);
+    Release(rest);
+    if (trace.has_value()) return message;
+  }
+  grpc::ByteBuffer shared(bytes);  // shares the slices
+  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, Request>(&shared,
+                                                                  message)
+           .ok()) {
+    return nullptr;
+  }
+  return message;
 }
 
 }  // namespace
@@ -124,16 +183,16 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
       method, context,
       [request, response, call = std::move(call)](const StopFunction& stop) {
         google::protobuf::Arena arena(RequestArenaOptions());
-        auto* message = google::protobuf::Arena::CreateMessage<Request>(&arena);
-        grpc::ByteBuffer bytes(*request);  // shares the slices
-        if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, Request>(
-                 &bytes, message)
-                 .ok()) {
+        std::optional<absl::StatusOr<Trace>> trace;
+        const Request* message = ParseRequest<Request>(*request, arena, trace);
+        if (message == nullptr) {
           return absl::InvalidArgumentError(
               absl::StrCat("request: not a valid ",
                            Request::descriptor()->full_name(), " message"));
         }
-        auto result = call(*message, stop);
+        if (trace.has_value() && !trace->ok()) return trace->status();
+        auto result =
+            call(*message, stop, trace.has_value() ? &**trace : nullptr);
         if (!result.ok()) return result.status();
         bool own_buffer = false;
         const grpc::Status written =
@@ -152,8 +211,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Plan(
     grpc::ByteBuffer* response) {
   return Serve<v1::PlanRequest>(
       Method::kPlan, context, request, response,
-      [this](const v1::PlanRequest& r, const StopFunction& stop) {
-        return core_.Plan(r, stop);
+      [this](const v1::PlanRequest& r, const StopFunction& stop,
+             const Trace* trace) { return core_.Plan(r, stop, trace);
       });
 }
 
@@ -162,8 +221,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Simulate(
     grpc::ByteBuffer* response) {
   return Serve<v1::SimulateRequest>(
       Method::kSimulate, context, request, response,
-      [this](const v1::SimulateRequest& r, const StopFunction&) {
-        return core_.Simulate(r);
+      [this](const v1::SimulateRequest& r, const StopFunction&,
+             const Trace* trace) { return core_.Simulate(r, trace);
       });
 }
 
@@ -172,8 +231,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Compare(
     grpc::ByteBuffer* response) {
   return Serve<v1::CompareRequest>(
       Method::kCompare, context, request, response,
-      [this](const v1::CompareRequest& r, const StopFunction& stop) {
-        return core_.Compare(r, stop);
+      [this](const v1::CompareRequest& r, const StopFunction& stop,
+             const Trace* trace) { return core_.Compare(r, stop, trace);
       });
 }
 
@@ -182,8 +241,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Frontier(
     grpc::ByteBuffer* response) {
   return Serve<v1::FrontierRequest>(
       Method::kFrontier, context, request, response,
-      [this](const v1::FrontierRequest& r, const StopFunction& stop) {
-        return core_.Frontier(r, stop);
+      [this](const v1::FrontierRequest& r, const StopFunction& stop,
+             const Trace* trace) { return core_.Frontier(r, stop, trace);
       });
 }
 
@@ -192,8 +251,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::GenerateTrace(
     grpc::ByteBuffer* response) {
   return Serve<v1::GenerateTraceRequest>(
       Method::kGenerateTrace, context, request, response,
-      [this](const v1::GenerateTraceRequest& r, const StopFunction&) {
-        return core_.GenerateTrace(r);
+      [this](const v1::GenerateTraceRequest& r, const StopFunction&,
+             const Trace*) { return core_.GenerateTrace(r);
       });
 }
 

@@ -1,9 +1,11 @@
 // File: planner_service.h
 //
 // slackswap.v1.PlannerService over gRPC's callback API, with raw (ByteBuffer)
-// methods so that the service parses requests itself: into a per-call
-// protobuf arena, and with INVALID_ARGUMENT naming the request when the bytes
-// are not a valid message (gRPC's own parser would answer UNIMPLEMENTED).
+// methods so that the service parses requests itself: a request's trace
+// straight from the bytes into the compact trace (TraceFromWire, unless it is
+// in a form only protobuf takes), the rest into a per-call protobuf arena, and
+// INVALID_ARGUMENT naming the request when the bytes are not a valid message
+// (gRPC's own parser would answer UNIMPLEMENTED).
 //
 // Admission runs on the gRPC thread the call arrives on and never waits: a
 // call over `max_concurrent_calls` gets RESOURCE_EXHAUSTED at once. Admitted

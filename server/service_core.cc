@@ -24,18 +24,25 @@ absl::Status Stopped() {
   return absl::CancelledError("the call was cancelled or timed out");
 }
 
+// A request's trace and hardware in compact form. The trace is the caller's
+// when it decoded it already, else converted here.
 struct Inputs {
-  Trace trace;
+  const Trace& trace() const { return decoded != nullptr ? *decoded : owned; }
+
+  const Trace* decoded = nullptr;
+  Trace owned;
   Hardware hardware;
 };
 
-absl::StatusOr<Inputs> Convert(const v1::Trace& trace,
-                               const v1::Hardware& hardware) {
-  Inputs in;
-  SLACKSWAP_ASSIGN_OR_RETURN(in.trace, TraceFromProto(trace));
+absl::Status Convert(const v1::Trace& trace, const Trace* decoded,
+                     const v1::Hardware& hardware, Inputs& in) {
+  if (decoded != nullptr) {
+    in.decoded = decoded;
+  } else {
+    SLACKSWAP_ASSIGN_OR_RETURN(in.owned, TraceFromProto(trace));
+  }
   SLACKSWAP_ASSIGN_OR_RETURN(in.hardware, HardwareFromProto(hardware));
-  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(in.trace, in.hardware));
-  return in;
+  return CheckTimeRange(in.trace(), in.hardware);
 }
 
 absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
@@ -79,11 +86,13 @@ absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
 }
 
 absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
-    const v1::PlanRequest& request, const StopFunction& should_stop) const {
-  SLACKSWAP_ASSIGN_OR_RETURN(Inputs in,
-                             Convert(request.trace(), request.hardware()));
+    const v1::PlanRequest& request, const StopFunction& should_stop,
+    const Trace* decoded_trace) const {
+  Inputs in;
+  SLACKSWAP_RETURN_IF_ERROR(
+      Convert(request.trace(), decoded_trace, request.hardware(), in));
   SLACKSWAP_ASSIGN_OR_RETURN(int64_t budget,
-                             ResolveBudget(in.trace, request.budget()));
+                             ResolveBudget(in.trace(), request.budget()));
   SLACKSWAP_ASSIGN_OR_RETURN(PolicyOptions options,
                              OptionsFrom(request.options(), should_stop));
   Policy policy = Policy::kSlackSwap;
@@ -95,41 +104,44 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
   const absl::Time start = absl::Now();
   SLACKSWAP_ASSIGN_OR_RETURN(
       PlanningResult result,
-      RunObserved(policy, in.trace, in.hardware, budget, options));
+      RunObserved(policy, in.trace(), in.hardware, budget, options));
   if (should_stop && should_stop()) return Stopped();
   v1::PlanResponse response;
-  *response.mutable_report() = PlanningReportToProto(in.trace, result);
+  *response.mutable_report() = PlanningReportToProto(in.trace(), result);
   response.set_planning_time_ns(absl::ToInt64Nanoseconds(absl::Now() - start));
   return response;
 }
 
 absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
-    const v1::SimulateRequest& request) const {
-  SLACKSWAP_ASSIGN_OR_RETURN(Inputs in,
-                             Convert(request.trace(), request.hardware()));
+    const v1::SimulateRequest& request, const Trace* decoded_trace) const {
+  Inputs in;
+  SLACKSWAP_RETURN_IF_ERROR(
+      Convert(request.trace(), decoded_trace, request.hardware(), in));
   SLACKSWAP_ASSIGN_OR_RETURN(int64_t budget,
-                             ResolveBudget(in.trace, request.budget()));
+                             ResolveBudget(in.trace(), request.budget()));
   SLACKSWAP_ASSIGN_OR_RETURN(slackswap::Plan plan,
-                             PlanFromProto(in.trace, request.plan()));
+                             PlanFromProto(in.trace(), request.plan()));
   SimulationOptions options;
   options.budget_bytes = budget;
   options.per_layer_barriers = request.per_layer_barriers();
   options.record_timeline = request.include_timeline();
   SLACKSWAP_ASSIGN_OR_RETURN(
       SimulationResult result,
-      slackswap::Simulate(in.trace, in.hardware, plan, options));
+      slackswap::Simulate(in.trace(), in.hardware, plan, options));
   v1::SimulateResponse response;
   *response.mutable_metrics() = MetricsToProto(result);
-  *response.mutable_plan() = PlanToProto(plan, DeriveSchedule(in.trace, plan));
+  *response.mutable_plan() = PlanToProto(plan, DeriveSchedule(in.trace(), plan));
   if (request.include_timeline())
     *response.mutable_timeline() = TimelineToProto(result);
   return response;
 }
 
 absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
-    const v1::CompareRequest& request, const StopFunction& should_stop) const {
-  SLACKSWAP_ASSIGN_OR_RETURN(Inputs in,
-                             Convert(request.trace(), request.hardware()));
+    const v1::CompareRequest& request, const StopFunction& should_stop,
+    const Trace* decoded_trace) const {
+  Inputs in;
+  SLACKSWAP_RETURN_IF_ERROR(
+      Convert(request.trace(), decoded_trace, request.hardware(), in));
   FieldViolations v;
   if (request.budgets_size() == 0 || request.budgets_size() > kMaxBudgets) {
     v.Add("budgets", absl::StrCat("must hold 1 to ", kMaxBudgets, " budgets"));
@@ -147,7 +159,7 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
   std::vector<int64_t> budgets;
   for (int i = 0; i < request.budgets_size(); ++i) {
     absl::StatusOr<int64_t> budget =
-        ResolveBudget(in.trace, request.budgets(i));
+        ResolveBudget(in.trace(), request.budgets(i));
     if (!budget.ok()) {
       return RenameField(budget.status(), "budget",
                          absl::StrCat("budgets[", i, "]"));
@@ -169,7 +181,7 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
   }
   SLACKSWAP_ASSIGN_OR_RETURN(
       v1::Comparison comparison,
-      slackswap::Compare(in.trace, in.hardware, budgets, policies, options,
+      slackswap::Compare(in.trace(), in.hardware, budgets, policies, options,
                          should_stop));
   if (should_stop && should_stop()) return Stopped();
   v1::CompareResponse response;
@@ -178,9 +190,11 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
 }
 
 absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
-    const v1::FrontierRequest& request, const StopFunction& should_stop) const {
-  SLACKSWAP_ASSIGN_OR_RETURN(Inputs in,
-                             Convert(request.trace(), request.hardware()));
+    const v1::FrontierRequest& request, const StopFunction& should_stop,
+    const Trace* decoded_trace) const {
+  Inputs in;
+  SLACKSWAP_RETURN_IF_ERROR(
+      Convert(request.trace(), decoded_trace, request.hardware(), in));
   FieldViolations v;
   if (request.budget_fractions_size() > kMaxFrontierPoints) {
     v.Add("budget_fractions",
@@ -209,14 +223,14 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   fractions.erase(std::unique(fractions.begin(), fractions.end()),
                   fractions.end());
 
-  const int64_t peak = AllKeepPeakBytes(in.trace);
+  const int64_t peak = AllKeepPeakBytes(in.trace());
   v1::FrontierResponse response;
   response.set_all_keep_peak_bytes(peak);
-  response.set_ideal_ns(in.trace.ideal_ns);
+  response.set_ideal_ns(in.trace().ideal_ns);
   auto plan_at = [&](int64_t budget) -> absl::StatusOr<v1::FrontierPoint> {
     if (should_stop && should_stop()) return Stopped();
     SLACKSWAP_ASSIGN_OR_RETURN(
-        PlanningResult r, RunObserved(Policy::kSlackSwap, in.trace, in.hardware,
+        PlanningResult r, RunObserved(Policy::kSlackSwap, in.trace(), in.hardware,
                                       budget, options));
     return PointOf(r, budget, peak);
   };

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "planner/policies.h"
+#include "simulator/trace.h"
 #include "slackswap/v1/service.pb.h"
 
 namespace slackswap {
@@ -41,15 +42,21 @@ class ServiceCore {
   explicit ServiceCore(PlanObserver* observer = nullptr)
       : observer_(observer) {}
 
-  absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request,
-                                        const StopFunction& should_stop) const;
+  // `decoded_trace`, when not null, is the request's trace already converted
+  // (the server decodes it from the request bytes: TraceFromWire), and
+  // request.trace() is not read.
+  absl::StatusOr<v1::PlanResponse> Plan(
+      const v1::PlanRequest& request, const StopFunction& should_stop,
+      const Trace* decoded_trace = nullptr) const;
   absl::StatusOr<v1::SimulateResponse> Simulate(
-      const v1::SimulateRequest& request) const;
+      const v1::SimulateRequest& request,
+      const Trace* decoded_trace = nullptr) const;
   absl::StatusOr<v1::CompareResponse> Compare(
-      const v1::CompareRequest& request, const StopFunction& should_stop) const;
+      const v1::CompareRequest& request, const StopFunction& should_stop,
+      const Trace* decoded_trace = nullptr) const;
   absl::StatusOr<v1::FrontierResponse> Frontier(
-      const v1::FrontierRequest& request,
-      const StopFunction& should_stop) const;
+      const v1::FrontierRequest& request, const StopFunction& should_stop,
+      const Trace* decoded_trace = nullptr) const;
   absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
       const v1::GenerateTraceRequest& request) const;
 

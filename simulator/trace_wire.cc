@@ -7,7 +7,12 @@
 namespace slackswap {
 namespace {
 
-enum WireType : uint32_t { kVarint = 0, kLengthDelimited = 2 };
+enum WireType : uint32_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLengthDelimited = 2,
+  kFixed32 = 5
+};
 
 // True when `s` is well-formed UTF-8 (no overlong forms, no surrogates,
 // nothing above U+10FFFF): every validator, protobuf's included, accepts it.
@@ -128,7 +133,33 @@ class WireReader {
     return Bytes(name) && IsWellFormedUtf8(name);
   }
 
+  // Passes over a field's value; groups are not taken.
+  bool Skip(uint32_t wire_type) {
+    uint64_t ignored = 0;
+    absl::string_view payload;
+    switch (wire_type) {
+      case kVarint:
+        return Varint(ignored);
+      case kLengthDelimited:
+        return Bytes(payload);
+      case kFixed64:
+        return Advance(8);
+      case kFixed32:
+        return Advance(4);
+      default:
+        return false;
+    }
+  }
+
+  const char* position() const { return p_; }
+
  private:
+  bool Advance(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) return false;
+    p_ += n;
+    return true;
+  }
+
   const char* p_;
   const char* end_;
 };
@@ -272,6 +303,29 @@ bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace) {
     }
   }
   for (WireTensor& t : trace.tensors_) t.ints_ = trace.ints_.data();
+  return true;
+}
+
+bool SplitField(absl::string_view message, int field,
+                absl::string_view& field_bytes, std::string& rest) {
+  field_bytes = absl::string_view();
+  rest.clear();
+  bool seen = false;
+  WireReader in(message);
+  while (!in.done()) {
+    const char* start = in.position();
+    uint32_t number = 0;
+    uint32_t wire_type = 0;
+    if (!in.Tag(number, wire_type)) return false;
+    if (static_cast<int>(number) == field) {
+      if (seen || wire_type != kLengthDelimited || !in.Bytes(field_bytes))
+        return false;
+      seen = true;
+    } else {
+      if (!in.Skip(wire_type)) return false;
+      rest.append(start, static_cast<size_t>(in.position() - start));
+    }
+  }
   return true;
 }
 

@@ -17,6 +17,7 @@
 #define SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -86,6 +87,15 @@ struct WireTrace {
 // over the bytes. False: the bytes are not in the form described above (or
 // not a valid message); `trace` is then unspecified.
 bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace);
+
+// Splits a serialized message around one of its length-delimited fields (a
+// request's trace): `field_bytes` gets that field's payload (empty when the
+// field is absent) and `rest` the other fields, byte for byte, which parse as
+// the message without that field. False when the field appears more than
+// once (protobuf would merge the parts), or the bytes hold a group or are
+// malformed: then parse the whole message.
+bool SplitField(absl::string_view message, int field,
+                absl::string_view& field_bytes, std::string& rest);
 
 }  // namespace slackswap
 

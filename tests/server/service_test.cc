@@ -1,8 +1,14 @@
 // Every RPC of PlannerService through a real gRPC server (in-process
 // channel), including each error class and its field path.
+#include <condition_variable>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "google/protobuf/unknown_field_set.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "server/grpc_status.h"
 #include "server/server.h"
@@ -127,6 +133,100 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
   grpc::ClientContext cs;
   const grpc::Status bad_plan = stub_->Simulate(&cs, simulate, &simulated);
   EXPECT_EQ(FieldViolationsOf(bad_plan)[0].field, "plan.tensors");
+}
+
+struct RawReply {
+  grpc::Status status;
+  v1::PlanResponse response;
+};
+
+// Plan through a generic stub with the request bytes as given.
+RawReply PlanFromBytes(grpc::GenericStub& stub, const std::string& bytes) {
+  grpc::Slice slice(bytes.data(), bytes.size());
+  const grpc::ByteBuffer request(&slice, 1);
+  grpc::ClientContext context;
+  grpc::ByteBuffer reply;
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  grpc::Status status;
+  stub.UnaryCall(&context, "/slackswap.v1.PlannerService/Plan",
+                 grpc::StubOptions(), &request, &reply,
+                 [&](const grpc::Status& s) {
+                   std::lock_guard<std::mutex> lock(mu);
+                   status = s;
+                   done = true;
+                   done_cv.notify_one();
+                 });
+  std::unique_lock<std::mutex> lock(mu);
+  done_cv.wait(lock, [&] { return done; });
+  RawReply result{status, {}};
+  if (!status.ok()) return result;
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(reply.Dump(&slices).ok());
+  std::string flat;
+  for (const grpc::Slice& s : slices)
+    flat.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_TRUE(result.response.ParseFromString(flat));
+  return result;
+}
+
+// Field 99, which v1::Trace does not define.
+void AddUnknownField(v1::Trace& trace) {
+  trace.GetReflection()->MutableUnknownFields(&trace)->AddVarint(99, 1);
+}
+
+// Code, message and field violations.
+std::string Describe(const grpc::Status& status) {
+  std::string out = absl::StrCat(GrpcCodeName(status.error_code()), ": ",
+                                 status.error_message());
+  for (const FieldViolation& v : FieldViolationsOf(status))
+    absl::StrAppend(&out, " | ", v.field, ": ", v.description);
+  return out;
+}
+
+// The server decodes traces in the form protobuf serializers write straight
+// from the bytes and leaves every other encoding to protobuf: the answers
+// must not differ.
+TEST_F(ServiceTest, EveryEncodingOfATraceGetsTheSameAnswer) {
+  grpc::GenericStub stub(server_->InProcessChannel());
+  v1::PlanRequest request = PlanRequest(0.5);
+  const std::string canonical = request.SerializeAsString();
+
+  // The trace in two parts, which protobuf merges: operators, then tensors.
+  v1::PlanRequest operators_only = request;
+  operators_only.mutable_trace()->clear_tensors();
+  v1::PlanRequest tensors_only;
+  *tensors_only.mutable_trace()->mutable_tensors() = request.trace().tensors();
+  const std::string split =
+      operators_only.SerializeAsString() + tensors_only.SerializeAsString();
+  // The trace with a field this server does not know (a newer client's).
+  v1::PlanRequest newer = request;
+  AddUnknownField(*newer.mutable_trace());
+  const std::string unknown_field = newer.SerializeAsString();
+
+  const RawReply expected = PlanFromBytes(stub, canonical);
+  ASSERT_TRUE(expected.status.ok()) << Describe(expected.status);
+  for (const std::string& bytes : {split, unknown_field}) {
+    const RawReply got = PlanFromBytes(stub, bytes);
+    ASSERT_TRUE(got.status.ok()) << Describe(got.status);
+    EXPECT_EQ(got.response.report().SerializeAsString(),
+              expected.response.report().SerializeAsString());
+  }
+
+  // The same for a trace that breaks a rule: the same field violation.
+  v1::PlanRequest broken = request;
+  broken.mutable_trace()->mutable_tensors(1)->set_producer_op(-1);
+  v1::PlanRequest broken_newer = broken;
+  AddUnknownField(*broken_newer.mutable_trace());
+  const std::string direct =
+      Describe(PlanFromBytes(stub, broken.SerializeAsString()).status);
+  const std::string parsed =
+      Describe(PlanFromBytes(stub, broken_newer.SerializeAsString()).status);
+  EXPECT_EQ(direct, parsed);
+  EXPECT_TRUE(absl::StartsWith(direct, "INVALID_ARGUMENT")) << direct;
+  EXPECT_TRUE(absl::StrContains(direct, "trace.tensors[1].producer_op"))
+      << direct;
 }
 
 TEST_F(ServiceTest, CompareAndFrontier) {

@@ -214,6 +214,35 @@ TEST(TraceWireTest, RandomMutationsNeverDisagreeWithProtobuf) {
   EXPECT_GT(answered, runs / 20) << answered << " of " << runs;
 }
 
+TEST(SplitFieldTest, SplitsAMessageAroundOneField) {
+  v1::Operator op;  // the message to split: field 1 is its name
+  op.set_name("a name");
+  op.set_duration_ns(7);
+  op.set_flops(1 << 20);
+  op.set_phase(v1::PHASE_BACKWARD);
+  const std::string bytes = op.SerializeAsString();
+  absl::string_view name;
+  std::string rest;
+  ASSERT_TRUE(SplitField(bytes, 1, name, rest));
+  EXPECT_EQ(name, "a name");
+  v1::Operator without;
+  ASSERT_TRUE(without.ParseFromString(rest));
+  v1::Operator expected = op;
+  expected.clear_name();
+  EXPECT_EQ(without.SerializeAsString(), expected.SerializeAsString());
+
+  // Absent: empty, and the rest is everything.
+  ASSERT_TRUE(SplitField(expected.SerializeAsString(), 1, name, rest));
+  EXPECT_TRUE(name.empty());
+  EXPECT_EQ(rest, expected.SerializeAsString());
+
+  // Twice (protobuf would keep the last), a group, malformed: not split.
+  EXPECT_FALSE(SplitField(bytes + bytes, 1, name, rest));
+  EXPECT_FALSE(SplitField(bytes + "\x2B\x2C", 1, name, rest));
+  EXPECT_FALSE(SplitField(bytes.substr(0, bytes.size() - 1), 1, name, rest));
+  EXPECT_FALSE(SplitField(WithField(bytes, 1, 0, "\1"), 1, name, rest));
+}
+
 TEST(TraceWireTest, KnowsEveryFieldOfTheTraceMessages) {
   // A new field must be taught to trace_wire.cc: until then every trace that
   // sets it is parsed by protobuf instead (right, but at the old speed).

@@ -39,6 +39,7 @@
 #include "simulator/status_macros.h"
 #include "simulator/trace_io.h"
 #include "simulator/workload.h"
+#include "server/malloc_tuning.h"
 
 ABSL_FLAG(std::string, preset, "gpt2-xl",
           "workload preset: bert-large, gpt2-xl, llama-7b, vgg16 (ignored with "
@@ -883,6 +884,7 @@ int Report() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(slackswap::kUsage);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  slackswap::KeepFreedMemoryForReuse();
   if (positional.size() != 2) {
     std::cerr << slackswap::kUsage << "\n";
     return 2;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/server.h"
+#include "server/malloc_tuning.h"
 
 #ifndef SLACKSWAP_VERSION
 #define SLACKSWAP_VERSION "dev"
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "slackswap-server: the SlackSwap planning service");
   absl::ParseCommandLine(argc, argv);
+  slackswap::KeepFreedMemoryForReuse();
 
   // Signals are taken synchronously by this thread; every thread started
   // from here on inherits the mask.

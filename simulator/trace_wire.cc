@@ -107,28 +107,6 @@ class WireReader {
     return true;
   }
 
-  bool Int64(int64_t& value) {
-    uint64_t v = 0;
-    if (!Varint(v)) return false;
-    value = static_cast<int64_t>(v);
-    return true;
-  }
-
-  // int32 and enum fields keep the low 32 bits, as protobuf does.
-  bool Int32(int32_t& value) {
-    uint64_t v = 0;
-    if (!Varint(v)) return false;
-    value = static_cast<int32_t>(static_cast<uint32_t>(v));
-    return true;
-  }
-
-  bool Bool(bool& value) {
-    uint64_t v = 0;
-    if (!Varint(v)) return false;
-    value = v != 0;
-    return true;
-  }
-
   bool Name(absl::string_view& name) {
     return Bytes(name) && IsWellFormedUtf8(name);
   }
@@ -164,44 +142,36 @@ class WireReader {
   const char* end_;
 };
 
+// int32 and enum fields keep the low 32 bits of the varint, as protobuf does.
+int32_t Low32(uint64_t value) {
+  return static_cast<int32_t>(static_cast<uint32_t>(value));
+}
+
+// Operator and Tensor have fields 1 to 8. The varint fields are read into a
+// table by field number and typed at the end: no branch on the field per
+// value, and a field written twice keeps its last value, as in protobuf.
+constexpr uint32_t kLastField = 8;
+
 bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
   WireReader in(bytes);
+  uint64_t values[kLastField + 1] = {};
   uint32_t field = 0;
   uint32_t wire_type = 0;
-  int64_t ignored = 0;
   while (!in.done()) {
     if (!in.Tag(field, wire_type)) return false;
     if (field == 1) {
       if (wire_type != kLengthDelimited || !in.Name(op.name_)) return false;
-      continue;
+    } else if (field > kLastField || wire_type != kVarint ||
+               !in.Varint(values[field])) {
+      return false;
     }
-    if (wire_type != kVarint) return false;
-    bool ok = false;
-    switch (field) {
-      case 2:
-        ok = in.Int32(op.phase_);
-        break;
-      case 3:
-        ok = in.Int32(op.kind_);
-        break;
-      case 4:
-        ok = in.Int64(op.duration_ns_);
-        break;
-      case 5:
-        ok = in.Int32(op.block_index_);
-        break;
-      case 6:
-        ok = in.Int64(op.workspace_bytes_);
-        break;
-      case 7:  // flops and memory_traffic_bytes: not used by the planner
-      case 8:
-        ok = in.Int64(ignored);
-        break;
-      default:
-        return false;
-    }
-    if (!ok) return false;
   }
+  op.phase_ = Low32(values[2]);
+  op.kind_ = Low32(values[3]);
+  op.duration_ns_ = static_cast<int64_t>(values[4]);
+  op.block_index_ = Low32(values[5]);
+  op.workspace_bytes_ = static_cast<int64_t>(values[6]);
+  // 7 and 8, flops and memory_traffic_bytes, are not used by the planner.
   return true;
 }
 
@@ -210,10 +180,10 @@ bool DecodePacked(absl::string_view bytes, std::vector<int32_t>& ints,
                   int& begin, int& count) {
   begin = static_cast<int>(ints.size());
   WireReader in(bytes);
+  uint64_t value = 0;
   while (!in.done()) {
-    int32_t value = 0;
-    if (!in.Int32(value)) return false;
-    ints.push_back(value);
+    if (!in.Varint(value)) return false;
+    ints.push_back(Low32(value));
   }
   count = static_cast<int>(ints.size()) - begin;
   return true;
@@ -222,6 +192,7 @@ bool DecodePacked(absl::string_view bytes, std::vector<int32_t>& ints,
 bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
                   WireTensor& t) {
   WireReader in(bytes);
+  uint64_t values[kLastField + 1] = {};
   uint32_t field = 0;
   uint32_t wire_type = 0;
   bool seen_uses = false;
@@ -229,42 +200,30 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
   absl::string_view payload;
   while (!in.done()) {
     if (!in.Tag(field, wire_type)) return false;
-    bool ok = false;
-    switch (field) {
-      case 1:
-        ok = wire_type == kLengthDelimited && in.Name(t.name_);
-        break;
-      case 4:  // packed, once: protobuf would append a second run
-      case 6: {
-        bool& seen = field == 4 ? seen_uses : seen_inputs;
-        ok = wire_type == kLengthDelimited && !seen && in.Bytes(payload) &&
-             (field == 4 ? DecodePacked(payload, ints, t.use_ops_begin_,
-                                        t.use_ops_count_)
-                         : DecodePacked(payload, ints, t.recompute_inputs_begin_,
-                                        t.recompute_inputs_count_));
-        seen = true;
-        break;
-      }
-      case 2:
-        ok = wire_type == kVarint && in.Int64(t.size_bytes_);
-        break;
-      case 3:
-        ok = wire_type == kVarint && in.Int32(t.producer_op_);
-        break;
-      case 5:
-        ok = wire_type == kVarint && in.Int64(t.recompute_duration_ns_);
-        break;
-      case 7:
-        ok = wire_type == kVarint && in.Bool(t.swap_forbidden_);
-        break;
-      case 8:
-        ok = wire_type == kVarint && in.Bool(t.recompute_forbidden_);
-        break;
-      default:
+    if (field == 1) {
+      if (wire_type != kLengthDelimited || !in.Name(t.name_)) return false;
+    } else if (field == 4 || field == 6) {
+      // Packed, and once: protobuf would append a second run.
+      bool& seen = field == 4 ? seen_uses : seen_inputs;
+      if (wire_type != kLengthDelimited || seen || !in.Bytes(payload))
         return false;
+      seen = true;
+      const bool decoded =
+          field == 4 ? DecodePacked(payload, ints, t.use_ops_begin_,
+                                    t.use_ops_count_)
+                     : DecodePacked(payload, ints, t.recompute_inputs_begin_,
+                                    t.recompute_inputs_count_);
+      if (!decoded) return false;
+    } else if (field > kLastField || wire_type != kVarint ||
+               !in.Varint(values[field])) {
+      return false;
     }
-    if (!ok) return false;
   }
+  t.size_bytes_ = static_cast<int64_t>(values[2]);
+  t.producer_op_ = Low32(values[3]);
+  t.recompute_duration_ns_ = static_cast<int64_t>(values[5]);
+  t.swap_forbidden_ = values[7] != 0;
+  t.recompute_forbidden_ = values[8] != 0;
   return true;
 }
 

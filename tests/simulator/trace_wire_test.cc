@@ -163,7 +163,7 @@ TEST(TraceWireTest, LeavesOtherEncodingsToProtobuf) {
       WithField(bytes, 1, 2, "\3\xED\xA0\x80"),     // name: a surrogate
       WithField(bytes, 5, 3, "") + "\x2C",          // a group
       bytes.substr(0, bytes.size() - 1),            // truncated
-      WithField(bytes, 1, 2, "\x80\x00"),           // padded length
+      WithField(bytes, 1, 2, std::string("\x80\x00", 2)),  // padded length
   };
   for (const std::string& c : cases) {
     EXPECT_FALSE(TraceFromWire(c).has_value());

@@ -149,6 +149,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  if (!options.retries) args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   if (!options.server_name.empty())
     args.SetSslTargetNameOverride(options.server_name);
   return grpc::CreateCustomChannel(options.address, credentials, args);

@@ -41,6 +41,10 @@ struct ConnectionOptions {
   // Overrides the name checked against the server certificate.
   std::string server_name;
   absl::Duration deadline = absl::Seconds(60);
+  // gRPC's transparent retries. The load generator turns them off: each call
+  // it counts is one attempt, and the retry layer costs client CPU that the
+  // server it measures may share.
+  bool retries = true;
 };
 
 // In-process; work stops when `deadline` passes (DEADLINE_EXCEEDED).

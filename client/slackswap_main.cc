@@ -753,8 +753,10 @@ int BenchServer(Backend& backend) {
   if (!request.ok()) return ExitFor(request.status(), kUsageExit);
   std::shared_ptr<grpc::Channel> channel;
   if (!local) {
+    ConnectionOptions connection = ConnectionFromFlags();
+    connection.retries = false;
     absl::StatusOr<std::shared_ptr<grpc::Channel>> made =
-        MakeChannel(ConnectionFromFlags());
+        MakeChannel(connection);
     if (!made.ok()) return ExitFor(made.status(), kFailureExit);
     channel = *made;
   }

@@ -42,11 +42,11 @@ absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto);
 
 // The same for a serialized slackswap.v1.Trace, decoded straight into the
 // compact trace without building the message (trace_wire.h): exactly what
-// TraceFromProto returns for the parsed message, in about a quarter of the
-// time. std::nullopt when the bytes are not in the form protobuf serializers
-// write (unknown fields, unpacked repeated fields, groups, invalid UTF-8,
-// malformed bytes): then parse the message and call TraceFromProto, which
-// gives the answer (or the parse error) for those.
+// TraceFromProto returns for the parsed message, in about half the time that
+// parsing and converting take. std::nullopt when the bytes are not in the
+// form protobuf serializers write (unknown fields, unpacked repeated fields,
+// groups, invalid UTF-8, malformed bytes): then parse the message and call
+// TraceFromProto, which gives the answer (or the parse error) for those.
 std::optional<absl::StatusOr<Trace>> TraceFromWire(absl::string_view bytes);
 
 // Validates and converts a hardware descriptor. Field paths start with

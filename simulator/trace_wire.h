@@ -7,10 +7,10 @@
 // both; callers use TraceFromWire (proto_convert.h).
 //
 // The decoder takes only the form that protobuf serializers write: each
-// known field with its declared wire type, repeated integers packed and
-// written once per tensor, names in valid UTF-8. Anything else (unknown
-// fields, unpacked or split repeated fields, groups, malformed bytes) makes
-// DecodeWireTrace return false, and the caller parses the message with
+// known field with its declared wire type, varints in their shortest form,
+// repeated integers packed and written once per tensor, names in valid UTF-8.
+// Anything else (unknown fields, unpacked or split repeated fields, groups,
+// padded varints, malformed bytes) makes DecodeWireTrace return false, and the caller parses the message with
 // protobuf, which decides. So the view never accepts what protobuf would
 // reject, and never reads what protobuf would read differently.
 #ifndef SLACKSWAP_SIMULATOR_TRACE_WIRE_H_

@@ -33,13 +33,13 @@
 #include "planner/basic_plans.h"
 #include "planner/planner_proto.h"
 #include "planner/policies.h"
+#include "server/malloc_tuning.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/proto_convert.h"
 #include "simulator/status_macros.h"
 #include "simulator/trace_io.h"
 #include "simulator/workload.h"
-#include "server/malloc_tuning.h"
 
 ABSL_FLAG(std::string, preset, "gpt2-xl",
           "workload preset: bert-large, gpt2-xl, llama-7b, vgg16 (ignored with "

@@ -67,8 +67,7 @@ Request* ParseRequest(const grpc::ByteBuffer& bytes,
     if (bytes.Dump(&slices).ok()) {
       flat.clear();
       for (const grpc::Slice& slice : slices) {
-        flat.append(reinterpret_cast<const char*>(slice.begin()),
-                    slice.size());
+        flat.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
       }
       if (SplitField(flat, Request::kTraceFieldNumber, trace_bytes, rest) &&
           message->ParseFromString(rest)) {
@@ -212,8 +211,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Plan(
   return Serve<v1::PlanRequest>(
       Method::kPlan, context, request, response,
       [this](const v1::PlanRequest& r, const StopFunction& stop,
-             const Trace* trace) { return core_.Plan(r, stop, trace);
-      });
+             const Trace* trace) { return core_.Plan(r, stop, trace); });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Simulate(
@@ -222,8 +220,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Simulate(
   return Serve<v1::SimulateRequest>(
       Method::kSimulate, context, request, response,
       [this](const v1::SimulateRequest& r, const StopFunction&,
-             const Trace* trace) { return core_.Simulate(r, trace);
-      });
+             const Trace* trace) { return core_.Simulate(r, trace); });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Compare(
@@ -232,8 +229,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Compare(
   return Serve<v1::CompareRequest>(
       Method::kCompare, context, request, response,
       [this](const v1::CompareRequest& r, const StopFunction& stop,
-             const Trace* trace) { return core_.Compare(r, stop, trace);
-      });
+             const Trace* trace) { return core_.Compare(r, stop, trace); });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Frontier(
@@ -242,8 +238,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Frontier(
   return Serve<v1::FrontierRequest>(
       Method::kFrontier, context, request, response,
       [this](const v1::FrontierRequest& r, const StopFunction& stop,
-             const Trace* trace) { return core_.Frontier(r, stop, trace);
-      });
+             const Trace* trace) { return core_.Frontier(r, stop, trace); });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::GenerateTrace(
@@ -252,8 +247,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::GenerateTrace(
   return Serve<v1::GenerateTraceRequest>(
       Method::kGenerateTrace, context, request, response,
       [this](const v1::GenerateTraceRequest& r, const StopFunction&,
-             const Trace*) { return core_.GenerateTrace(r);
-      });
+             const Trace*) { return core_.GenerateTrace(r); });
 }
 
 }  // namespace slackswap

@@ -12,8 +12,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/server.h"
 #include "server/malloc_tuning.h"
+#include "server/server.h"
 
 #ifndef SLACKSWAP_VERSION
 #define SLACKSWAP_VERSION "dev"

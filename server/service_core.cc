@@ -130,7 +130,8 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
       slackswap::Simulate(in.trace(), in.hardware, plan, options));
   v1::SimulateResponse response;
   *response.mutable_metrics() = MetricsToProto(result);
-  *response.mutable_plan() = PlanToProto(plan, DeriveSchedule(in.trace(), plan));
+  *response.mutable_plan() =
+      PlanToProto(plan, DeriveSchedule(in.trace(), plan));
   if (request.include_timeline())
     *response.mutable_timeline() = TimelineToProto(result);
   return response;
@@ -229,9 +230,9 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   response.set_ideal_ns(in.trace().ideal_ns);
   auto plan_at = [&](int64_t budget) -> absl::StatusOr<v1::FrontierPoint> {
     if (should_stop && should_stop()) return Stopped();
-    SLACKSWAP_ASSIGN_OR_RETURN(
-        PlanningResult r, RunObserved(Policy::kSlackSwap, in.trace(), in.hardware,
-                                      budget, options));
+    SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult r,
+                               RunObserved(Policy::kSlackSwap, in.trace(),
+                                           in.hardware, budget, options));
     return PointOf(r, budget, peak);
   };
   auto reaches = [&](const v1::FrontierPoint& p) {

@@ -174,8 +174,7 @@ absl::Status ConvertTensors(const TraceMessage& proto, Trace& trace) {
     const int32_t producer = tp.producer_op();
     bool producer_ok = false;
     if (producer < 0 || producer >= num_ops) {
-      v.Add(at("producer_op"),
-            absl::StrCat("out of range [0, ", num_ops, ")"));
+      v.Add(at("producer_op"), absl::StrCat("out of range [0, ", num_ops, ")"));
     } else if (trace.ops[producer].phase != Phase::kForward) {
       v.Add(at("producer_op"), "must be a forward operator");
     } else {
@@ -313,8 +312,8 @@ absl::StatusOr<Trace> ConvertTrace(const TraceMessage& proto) {
   }
   int64_t relations = 0;
   for (int i = 0; i < proto.tensors_size(); ++i) {
-    relations +=
-        proto.tensors(i).use_ops_size() + proto.tensors(i).recompute_inputs_size();
+    relations += proto.tensors(i).use_ops_size() +
+                 proto.tensors(i).recompute_inputs_size();
   }
   if (relations > kMaxRelations) {
     return TooLarge(

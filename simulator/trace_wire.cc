@@ -209,10 +209,10 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
         return false;
       seen = true;
       const bool decoded =
-          field == 4 ? DecodePacked(payload, ints, t.use_ops_begin_,
-                                    t.use_ops_count_)
-                     : DecodePacked(payload, ints, t.recompute_inputs_begin_,
-                                    t.recompute_inputs_count_);
+          field == 4
+              ? DecodePacked(payload, ints, t.use_ops_begin_, t.use_ops_count_)
+              : DecodePacked(payload, ints, t.recompute_inputs_begin_,
+                             t.recompute_inputs_count_);
       if (!decoded) return false;
     } else if (field > kLastField || wire_type != kVarint ||
                !in.Varint(values[field])) {

@@ -10,9 +10,10 @@
 // known field with its declared wire type, varints in their shortest form,
 // repeated integers packed and written once per tensor, names in valid UTF-8.
 // Anything else (unknown fields, unpacked or split repeated fields, groups,
-// padded varints, malformed bytes) makes DecodeWireTrace return false, and the caller parses the message with
-// protobuf, which decides. So the view never accepts what protobuf would
-// reject, and never reads what protobuf would read differently.
+// padded varints, malformed bytes) makes DecodeWireTrace return false, and the
+// caller parses the message with protobuf, which decides. So the view never
+// accepts what protobuf would reject, and never reads what protobuf would read
+// differently.
 #ifndef SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
 #define SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
 

@@ -131,8 +131,7 @@ TEST_F(LoadGeneratorTest, ReportsCpuTimeOfItselfAndOfTheServerProcess) {
   const LoadReport r = RunLoad(Channel(), Request(0.5), options);
   ASSERT_TRUE(r.server_cpu_seconds.has_value());
   EXPECT_GT(r.cpu_seconds, 0.05);
-  EXPECT_NEAR(*r.server_cpu_seconds, r.cpu_seconds,
-              0.03 + 0.1 * r.cpu_seconds);
+  EXPECT_NEAR(*r.server_cpu_seconds, r.cpu_seconds, 0.03 + 0.1 * r.cpu_seconds);
 }
 
 TEST(ProcessCpuSecondsTest, ReadsAnotherProcessWhateverItsName) {
@@ -181,8 +180,7 @@ TEST(ProcessCpuSecondsTest, CountsThisProcessWork) {
   do {
     for (int i = 0; i < 100000; ++i) sink = sink + std::sqrt(i);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  } while ((now.tv_sec - start.tv_sec) +
-               (now.tv_nsec - start.tv_nsec) * 1e-9 <
+  } while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9 <
            0.3);
   const absl::StatusOr<double> after = ProcessCpuSeconds(getpid());
   ASSERT_TRUE(after.ok());

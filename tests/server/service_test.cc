@@ -12,9 +12,9 @@
 #include "gtest/gtest.h"
 #include "server/grpc_status.h"
 #include "server/server.h"
-#include "tests/server/test_server.h"
 #include "simulator/proto_convert.h"
 #include "slackswap/v1/service.grpc.pb.h"
+#include "tests/server/test_server.h"
 
 namespace slackswap {
 namespace {

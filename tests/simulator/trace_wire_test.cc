@@ -1,6 +1,8 @@
 // TraceFromWire against protobuf's parser and TraceFromProto: whenever the
 // wire decoder answers, it answers exactly as they do; everything else it
 // leaves to them.
+#include "simulator/trace_wire.h"
+
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -11,7 +13,6 @@
 #include "gtest/gtest.h"
 #include "simulator/hardware.h"
 #include "simulator/proto_convert.h"
-#include "simulator/trace_wire.h"
 #include "simulator/workload.h"
 #include "tests/simulator/test_traces.h"
 
@@ -84,8 +85,8 @@ std::string Generated(const std::string& preset, int layers) {
 }
 
 TEST(TraceWireTest, DecodesGeneratedTracesLikeProtobuf) {
-  for (const std::string preset : {"gpt2-xl", "bert-large", "llama-7b",
-                                   "vgg16"}) {
+  for (const std::string preset :
+       {"gpt2-xl", "bert-large", "llama-7b", "vgg16"}) {
     SCOPED_TRACE(preset);
     const std::string bytes = Generated(preset, 0);
     EXPECT_TRUE(ExpectAgreesWithProtobuf(bytes)) << "left to protobuf";
@@ -105,8 +106,12 @@ TEST(TraceWireTest, InvalidTracesGetTheSameFieldViolations) {
       *HardwarePreset("a100"));
   const std::vector<void (*)(v1::Trace&)> breakages = {
       [](v1::Trace& t) { t.mutable_operators(1)->set_duration_ns(-5); },
-      [](v1::Trace& t) { t.mutable_operators(0)->set_phase(v1::PHASE_BACKWARD); },
-      [](v1::Trace& t) { t.mutable_operators(2)->set_kind(static_cast<v1::OpKind>(77)); },
+      [](v1::Trace& t) {
+        t.mutable_operators(0)->set_phase(v1::PHASE_BACKWARD);
+      },
+      [](v1::Trace& t) {
+        t.mutable_operators(2)->set_kind(static_cast<v1::OpKind>(77));
+      },
       [](v1::Trace& t) { t.mutable_operators(3)->set_block_index(-1); },
       [](v1::Trace& t) { t.mutable_tensors(0)->set_producer_op(1 << 30); },
       [](v1::Trace& t) { t.mutable_tensors(1)->set_use_ops(0, -3); },
@@ -116,8 +121,12 @@ TEST(TraceWireTest, InvalidTracesGetTheSameFieldViolations) {
         t.mutable_tensors(0)->add_recompute_inputs(1);
         t.mutable_tensors(1)->add_recompute_inputs(0);
       },
-      [](v1::Trace& t) { t.mutable_tensors(3)->set_size_bytes(int64_t{1} << 61); },
-      [](v1::Trace& t) { t.mutable_tensors(3)->set_name(std::string(300, 'n')); },
+      [](v1::Trace& t) {
+        t.mutable_tensors(3)->set_size_bytes(int64_t{1} << 61);
+      },
+      [](v1::Trace& t) {
+        t.mutable_tensors(3)->set_name(std::string(300, 'n'));
+      },
       [](v1::Trace& t) { t.set_name(std::string(257, 'x')); },
       [](v1::Trace& t) { t.clear_operators(); },
       [](v1::Trace& t) {  // the last operator runs in backward
@@ -159,10 +168,10 @@ TEST(TraceWireTest, LeavesOtherEncodingsToProtobuf) {
       WithField(bytes, 9, 0, std::string(1, '\1')),  // unknown field
       WithField(bytes, 3, 2,
                 std::string(1, static_cast<char>(tensor.size())) + tensor),
-      WithField(bytes, 1, 2, "\2\xC3\x28"),         // name: invalid UTF-8
-      WithField(bytes, 1, 2, "\3\xED\xA0\x80"),     // name: a surrogate
-      WithField(bytes, 5, 3, "") + "\x2C",          // a group
-      bytes.substr(0, bytes.size() - 1),            // truncated
+      WithField(bytes, 1, 2, "\2\xC3\x28"),      // name: invalid UTF-8
+      WithField(bytes, 1, 2, "\3\xED\xA0\x80"),  // name: a surrogate
+      WithField(bytes, 5, 3, "") + "\x2C",       // a group
+      bytes.substr(0, bytes.size() - 1),         // truncated
       WithField(bytes, 1, 2, std::string("\x80\x00", 2)),  // padded length
   };
   for (const std::string& c : cases) {
@@ -201,8 +210,8 @@ TEST(TraceWireTest, RandomMutationsNeverDisagreeWithProtobuf) {
             bytes.insert(at, bytes.substr(at, random() % 16));
             break;
           case 3:  // random bytes inserted
-            bytes.insert(at, std::string(1 + random() % 3,
-                                         static_cast<char>(random())));
+            bytes.insert(
+                at, std::string(1 + random() % 3, static_cast<char>(random())));
         }
       }
       if (ExpectAgreesWithProtobuf(bytes)) ++answered;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -88,49 +89,81 @@ void Summarize(std::vector<double>& latencies_ms, absl::Time start,
   report.max_ms = latencies_ms.empty() ? 0 : latencies_ms.back();
 }
 
-// In-process: one thread per caller, each planning with the same ServiceCore.
+// In-process: `concurrency` callers, each sending its next call the moment
+// the previous one returns, and planning threads that take the calls in the
+// order they were sent, as the server's queue does, planning each with the
+// same ServiceCore. A call's latency counts from its sending, so it includes
+// the wait for the calls ahead of it.
 LoadReport RunLocal(const v1::PlanRequest& request,
                     const LoadOptions& options) {
   ServiceCore core;
-  std::atomic<int64_t> issued{0};
-  std::mutex mu;
-  std::vector<double> latencies_ms;
+  const int callers = std::max(1, options.concurrency);
+  const int threads = std::min(
+      callers,
+      options.planning_threads > 0
+          ? options.planning_threads
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   LoadReport report;
+  report.planning_threads = threads;
   CpuMeter meter(options.server_pid);
   const absl::Time start = absl::Now() + options.warmup;
   const absl::Time end = start + options.duration;
-  auto caller = [&] {
+  std::atomic<int64_t> issued{0};  // calls sent after the warm-up
+  std::mutex mu;
+  // When each call not yet taken by a planning thread was sent, oldest first.
+  std::deque<absl::Time> waiting;    // guarded by mu
+  std::vector<double> latencies_ms;  // guarded by mu
+  // A caller sends a call at `sent`, unless the run is over.
+  auto send = [&](absl::Time sent) {
+    if (sent >= end) return;
+    if (sent >= start && options.max_requests > 0 &&
+        issued.fetch_add(1) >= options.max_requests)
+      return;
+    std::lock_guard<std::mutex> lock(mu);
+    waiting.push_back(sent);
+  };
+  for (int i = 0; i < callers; ++i) send(absl::Now());
+  // Each thread takes the oldest call waiting. One that finds none is done:
+  // a caller's next call is sent before its thread looks again, so while the
+  // run lasts every thread looking for work finds one.
+  auto planner = [&] {
     std::vector<double> mine;
     std::map<std::string, int64_t> errors;
     int64_t calls = 0;
-    while (absl::Now() < end) {
-      const absl::Time t0 = absl::Now();
-      const bool counted = t0 >= start;
-      if (counted && options.max_requests > 0 &&
-          issued.fetch_add(1) >= options.max_requests)
-        break;
+    for (;;) {
+      absl::Time sent;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (waiting.empty()) break;
+        sent = waiting.front();
+        waiting.pop_front();
+      }
+      const bool counted = sent >= start;
       if (counted) meter.Start();
-      const absl::Time stop_at = t0 + options.deadline;
+      const absl::Time stop_at = sent + options.deadline;
       auto result =
           core.Plan(request, [stop_at] { return absl::Now() > stop_at; });
-      const auto code = static_cast<grpc::StatusCode>(result.status().code());
-      if (!counted) continue;
-      ++calls;
-      if (code == grpc::StatusCode::OK) {
-        mine.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
-      } else {
-        ++errors[GrpcCodeName(code)];
+      const absl::Time done = absl::Now();
+      if (counted) {
+        ++calls;
+        const auto code = static_cast<grpc::StatusCode>(result.status().code());
+        if (code == grpc::StatusCode::OK) {
+          mine.push_back(absl::ToDoubleMilliseconds(done - sent));
+        } else {
+          ++errors[GrpcCodeName(code)];
+        }
       }
+      send(done);
     }
     std::lock_guard<std::mutex> lock(mu);
     latencies_ms.insert(latencies_ms.end(), mine.begin(), mine.end());
     for (const auto& [code, n] : errors) report.errors[code] += n;
     report.calls += calls;
   };
-  std::vector<std::thread> threads;
-  for (int i = 0; i < std::max(1, options.concurrency); ++i)
-    threads.emplace_back(caller);
-  for (std::thread& t : threads) t.join();
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (int i = 0; i < threads; ++i) pool.emplace_back(planner);
+  for (std::thread& t : pool) t.join();
   Summarize(latencies_ms, start, report);
   meter.Finish(report);
   return report;

@@ -3,7 +3,8 @@
 // `slackswap bench-server`: N concurrent callers sending the same Plan
 // request for a duration or a count, reporting requests per second, latency
 // percentiles and errors by status code. Against a server, or in-process
-// (the same ServiceCore without gRPC) for comparison. Loops are bounded by
+// (the same ServiceCore without gRPC, queued the way the server queues calls)
+// for comparison. Loops are bounded by
 // both the count and the duration, and only the given address is called.
 #ifndef SLACKSWAP_CLIENT_LOAD_GENERATOR_H_
 #define SLACKSWAP_CLIENT_LOAD_GENERATOR_H_
@@ -34,6 +35,11 @@ struct LoadOptions {
   // When > 0, the process id of the server (same machine): its CPU time over
   // the measured stretch is reported too.
   int server_pid = 0;
+  // In-process only: how many threads plan the callers' calls, taking them in
+  // arrival order as the server's planning threads do (0: one per core, the
+  // server's default). Never more than `concurrency`: with a thread per
+  // caller each thread is one caller.
+  int planning_threads = 0;
 };
 
 struct LoadReport {
@@ -50,6 +56,8 @@ struct LoadReport {
   // accounts for (at most `concurrency` calls' worth).
   double cpu_seconds = 0;
   std::optional<double> server_cpu_seconds;
+  // In-process: the threads that planned (0 against a server).
+  int planning_threads = 0;
 };
 
 // CPU time (user + system) that process `pid` on this machine has used, from

@@ -130,6 +130,9 @@ ABSL_FLAG(int64_t, requests, 0,
           "bench-server: stop after this many calls (0: --duration only)");
 ABSL_FLAG(bool, local, false,
           "bench-server: call the planner in-process instead of --server");
+ABSL_FLAG(int, planning_threads, 0,
+          "bench-server --local: threads that plan the callers' calls in "
+          "arrival order, as the server's do (0: one per core)");
 ABSL_FLAG(int, server_pid, 0,
           "bench-server: the server's process id, when it runs on this "
           "machine: report its CPU time per call too");
@@ -160,11 +163,13 @@ Usage:
   slackswap frontier [--trace FILE | --preset P ...] [--hardware H] [--target R]
                      [--fractions F,F,...] [--json]
       Throughput against budget, and the smallest budget that reaches a target.
-  slackswap bench-server (--server ADDRESS [--server_pid PID] | --local)
+  slackswap bench-server (--server ADDRESS [--server_pid PID]
+                          | --local [--planning_threads N])
                          [--concurrency N] [--duration D] [--warmup D]
                          [--requests N] [--preset P ...] [--budget B]
       N concurrent callers planning the same trace: requests/s, latency, errors,
-      CPU time per call (of the server too, given its process id).
+      CPU time per call (of the server too, given its process id). In-process,
+      planning threads take the calls in arrival order, as the server's do.
   slackswap report [--out_dir DIR] [--quick] [--genetic_evaluations N]
       Reproduce the paper's evaluation: DIR/results.md and DIR/results/*.svg.
   slackswap presets
@@ -724,6 +729,7 @@ int BenchServer(Backend& backend) {
   options.max_requests = absl::GetFlag(FLAGS_requests);
   options.deadline = absl::GetFlag(FLAGS_deadline);
   options.server_pid = absl::GetFlag(FLAGS_server_pid);
+  options.planning_threads = absl::GetFlag(FLAGS_planning_threads);
   if (options.warmup < absl::ZeroDuration()) {
     return ExitFor(absl::InvalidArgumentError("--warmup must be >= 0"),
                    kUsageExit);
@@ -732,6 +738,19 @@ int BenchServer(Backend& backend) {
     return ExitFor(
         absl::InvalidArgumentError("--concurrency must be in [1, 1024]"),
         kUsageExit);
+  }
+  if (options.planning_threads != 0) {
+    if (!local) {
+      return ExitFor(absl::InvalidArgumentError(
+                         "--planning_threads goes with --local (a server "
+                         "has its own --planning_threads)"),
+                     kUsageExit);
+    }
+    if (options.planning_threads < 0 || options.planning_threads > 1024) {
+      return ExitFor(
+          absl::InvalidArgumentError("--planning_threads must be in [0, 1024]"),
+          kUsageExit);
+    }
   }
   if (options.server_pid != 0) {
     if (local) {
@@ -771,13 +790,14 @@ int BenchServer(Backend& backend) {
         "\"requests_per_second\": %.2f, \"p50_ms\": %.3f, \"p90_ms\": %.3f, "
         "\"p99_ms\": %.3f, "
         "\"max_ms\": %.3f, \"cpu_seconds\": %.6f, \"server_cpu_seconds\": %s, "
-        "\"errors\": {%s}}\n",
+        "\"planning_threads\": %s, \"errors\": {%s}}\n",
         local ? "in-process" : "server", options.concurrency, r.calls, r.ok,
         r.seconds, r.requests_per_second, r.p50_ms, r.p90_ms, r.p99_ms,
         r.max_ms, r.cpu_seconds,
         r.server_cpu_seconds.has_value()
             ? absl::StrFormat("%.3f", *r.server_cpu_seconds)
             : "null",
+        local ? absl::StrCat(r.planning_threads) : "null",
         absl::StrJoin(r.errors, ", ", [](std::string* out, const auto& e) {
           absl::StrAppend(out, "\"", e.first, "\": ", e.second);
         }));
@@ -788,9 +808,11 @@ int BenchServer(Backend& backend) {
       "throughput   %.1f plans/s\nlatency      p50 %.2f ms, p90 %.2f ms, p99 "
       "%.2f ms, max "
       "%.2f ms\nerrors       %s\n",
-      local ? "in-process" : absl::GetFlag(FLAGS_server), options.concurrency,
-      r.calls, r.seconds, r.ok, r.requests_per_second, r.p50_ms, r.p90_ms,
-      r.p99_ms, r.max_ms,
+      local ? absl::StrCat("in-process, ", r.planning_threads,
+                           " planning threads")
+            : absl::GetFlag(FLAGS_server),
+      options.concurrency, r.calls, r.seconds, r.ok, r.requests_per_second,
+      r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms,
       errors.empty() ? "none" : absl::StrJoin(errors, ", "));
   if (r.calls > 0) {
     const double per_call = 1e3 / static_cast<double>(r.calls);

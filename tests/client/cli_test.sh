@@ -145,6 +145,16 @@ check "bench-server counts the calls" test \
   "$(json_get "$work/bench.json" 'd["calls"], d["ok"], d["target"]')" = "7 7 in-process"
 check "bench-server reports its CPU time, no server's" test \
   "$(json_get "$work/bench.json" 'd["cpu_seconds"] > 0, d["server_cpu_seconds"]')" = "True None"
+check "bench-server --local --planning_threads runs" test "$(exit_code "$cli" bench-server --local \
+  --preset llama-7b --layers 2 --requests 5 --concurrency 3 --planning_threads 2 --json)" = 0
+check "bench-server reports its planning threads" test \
+  "$(json_get "$work/out" 'd["calls"], d["planning_threads"]')" = "5 2"
+check "--planning_threads needs --local" test \
+  "$(exit_code "$cli" bench-server --server 127.0.0.1:1 --planning_threads 2)" = 2
+check "--planning_threads needs --local, it says" grep -q -- "--planning_threads goes with --local" "$work/err"
+check "negative --planning_threads is a usage error" test \
+  "$(exit_code "$cli" bench-server --local --planning_threads=-1)" = 2
+check "negative --planning_threads is explained" grep -q -- "--planning_threads must be in \[0, 1024\]" "$work/err"
 check "negative warm-up is a usage error" test \
   "$(exit_code "$cli" bench-server --local --warmup=-1s)" = 2
 check "negative warm-up is explained" grep -q -- "--warmup must be >= 0" "$work/err"

@@ -8,11 +8,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -115,6 +117,40 @@ TEST_F(LoadGeneratorTest, PlansInProcessWithoutAChannel) {
   EXPECT_EQ(r.ok, 6);
   ExpectOrderedPercentiles(r);
   EXPECT_GT(r.cpu_seconds, 0);
+}
+
+TEST_F(LoadGeneratorTest, InProcessCallsQueueForThePlanningThreads) {
+  LoadOptions options;
+  options.concurrency = 4;
+  options.planning_threads = 1;
+  options.max_requests = 40;
+  options.duration = absl::Seconds(60);
+  const LoadReport r = RunLoad(nullptr, Request(0.5), options);
+  EXPECT_EQ(r.planning_threads, 1);
+  EXPECT_EQ(r.calls, 40);
+  EXPECT_EQ(r.ok, 40);
+  ExpectOrderedPercentiles(r);
+  // One thread plans: the process cannot use more CPU than time passed.
+  EXPECT_LE(r.cpu_seconds, 1.1 * r.seconds + 0.02);
+  // Four callers take turns at one thread, so a call's latency, counted from
+  // its sending, holds the three calls ahead of it: about four times the time
+  // between completions (Little's law), not one.
+  EXPECT_GT(r.p50_ms, 2 * 1e3 * r.seconds / static_cast<double>(r.ok));
+}
+
+TEST_F(LoadGeneratorTest, InProcessPlanningThreadsNeverOutnumberCallers) {
+  LoadOptions options;
+  options.concurrency = 3;
+  options.max_requests = 6;
+  options.planning_threads = 8;
+  EXPECT_EQ(RunLoad(nullptr, Request(0.5), options).planning_threads, 3);
+  options.planning_threads = 0;  // one per core
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const LoadReport r = RunLoad(nullptr, Request(0.5), options);
+  EXPECT_EQ(r.planning_threads, std::clamp(cores, 1, 3));
+  EXPECT_EQ(r.calls, 6);
+  // Against a server the server's threads plan.
+  EXPECT_EQ(RunLoad(Channel(), Request(0.5), options).planning_threads, 0);
 }
 
 TEST_F(LoadGeneratorTest, ReportsCpuTimeOfItselfAndOfTheServerProcess) {

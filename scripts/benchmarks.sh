@@ -30,9 +30,10 @@ run_load() {
 }
 # Rounds interleave the rows so that background load on this shared machine
 # falls on all of them alike; the report takes medians over the rounds.
-for _ in 1 2 3; do
-  run_load --local --concurrency 1
-  run_load --local --concurrency 2
+for _ in 1 2 3 4 5; do
+  for c in 1 2 16; do
+    run_load --local --concurrency "$c"
+  done
   for c in 1 4 16 64; do
     run_load --server "127.0.0.1:$port" --server_pid "$server" --concurrency "$c"
   done

@@ -125,7 +125,8 @@ def service_section(folder):
         f"(p99/p50) is {at16['p99_ms'] / at16['p50_ms']:.2f}. In-process, with the same queue and "
         f"no gRPC, the same measure is **{local_tail:.1f}x** (p50 at 16 "
         f"{local16['p50_ms'] / local_single['p50_ms']:.2f}x the single plan, p99/p50 "
-        f"{local16['p99_ms'] / local16['p50_ms']:.2f}): planning alone, queued as the server "
+        f"{local16['p99_ms'] / local16['p50_ms']:.2f}; the service's p99 at 16 is "
+        f"{at16['p99_ms'] / local16['p99_ms']:.2f}x this one's): planning alone, queued as the server "
         "queues it, spreads this much on this shared virtual machine, so most of the spread is "
         "the machine's rather than the RPCs'. The service's single-call median holds an RPC as "
         "well as a plan, which is why its ratio can be the lower of the two.",

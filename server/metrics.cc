@@ -47,6 +47,13 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
           .Name("grpc_server_handling_seconds")
           .Help("Time from the start of an RPC to its response, by method.")
           .Register(registry);
+  auto& queue_wait =
+      prometheus::BuildHistogram()
+          .Name("slackswap_queue_wait_seconds")
+          .Help(
+              "Time an admitted RPC waited for a planning thread, by method: "
+              "the part of its latency that more replicas would remove.")
+          .Register(registry);
   for (int m = 0; m < kNumMethods; ++m) {
     const std::string method = MethodName(static_cast<Method>(m));
     for (int c = 0; c < kNumCodes; ++c) {
@@ -59,10 +66,20 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
         &handling.Add({{"grpc_service", "slackswap.v1.PlannerService"},
                        {"grpc_method", method}},
                       Seconds());
+    // Finer at the low end than Seconds(): an idle server hands a call over
+    // within microseconds.
+    queue_wait_[m] =
+        &queue_wait.Add({{"grpc_service", "slackswap.v1.PlannerService"},
+                         {"grpc_method", method}},
+                        prometheus::Histogram::BucketBoundaries{
+                            0.00001, 0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                            0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30});
   }
   inflight_ = &prometheus::BuildGauge()
                    .Name("slackswap_inflight_requests")
-                   .Help("RPCs admitted and not finished: planning or waiting their turn.")
+                   .Help(
+                       "RPCs admitted and not finished: planning or waiting "
+                       "their turn.")
                    .Register(registry)
                    .Add({});
   prometheus::BuildGauge()
@@ -146,6 +163,10 @@ void ServerMetrics::CallFinished(Method method, grpc::StatusCode code,
   const int m = static_cast<int>(method);
   handled_[m][CodeIndex(code)]->Increment();
   handling_[m]->Observe(absl::ToDoubleSeconds(took));
+}
+
+void ServerMetrics::CallDequeued(Method method, absl::Duration waited) {
+  queue_wait_[static_cast<int>(method)]->Observe(absl::ToDoubleSeconds(waited));
 }
 
 void ServerMetrics::CallRejected(Method method, grpc::StatusCode code) {

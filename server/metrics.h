@@ -6,6 +6,7 @@
 //
 //   grpc_server_handled_total{grpc_method,grpc_code}      counter
 //   grpc_server_handling_seconds{grpc_method}             histogram
+//   slackswap_queue_wait_seconds{grpc_method}             histogram
 //   slackswap_inflight_requests                           gauge
 //   slackswap_build_info{version}                         gauge (1)
 //   slackswap_plans_total{policy,outcome}                 counter
@@ -49,6 +50,9 @@ class ServerMetrics : public PlanObserver {
   ServerMetrics(prometheus::Registry& registry, const std::string& version);
 
   void CallStarted() { inflight_->Increment(); }
+  // An admitted call reached a planning thread after waiting `waited` for
+  // the calls ahead of it.
+  void CallDequeued(Method method, absl::Duration waited);
   void CallFinished(Method method, grpc::StatusCode code, absl::Duration took);
   // A call refused before it started (over the concurrency limit).
   void CallRejected(Method method, grpc::StatusCode code);
@@ -73,6 +77,7 @@ class ServerMetrics : public PlanObserver {
   std::array<std::array<prometheus::Counter*, kNumCodes>, kNumMethods>
       handled_{};
   std::array<prometheus::Histogram*, kNumMethods> handling_{};
+  std::array<prometheus::Histogram*, kNumMethods> queue_wait_{};
   prometheus::Gauge* inflight_ = nullptr;
   std::array<PerPolicy, kNumPolicies> policies_{};
 };

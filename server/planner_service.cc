@@ -151,6 +151,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
   if (metrics_ != nullptr) metrics_->CallStarted();
   const absl::Time start = absl::Now();
   Submit([this, method, context, reactor, start, work = std::move(work)] {
+    if (metrics_ != nullptr)
+      metrics_->CallDequeued(method, absl::Now() - start);
     const auto deadline = context->deadline();
     auto deadline_passed = [deadline] {
       return std::chrono::system_clock::now() > deadline;

@@ -44,17 +44,6 @@ def expressions():
     return out
 
 
-def metric_value(metrics_port, name, labels):
-    """Sums a series from a server's /metrics text."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
 class PromqlTest(unittest.TestCase):
     def test_every_rule_and_panel_expression_evaluates(self):
         from slackswap.v1 import plan_pb2, service_pb2, service_pb2_grpc
@@ -145,14 +134,14 @@ class FailoverTest(unittest.TestCase):
             for t in threads:
                 t.start()
             time.sleep(2)
-            before = [metric_value(s.metrics_port, "grpc_server_handled_total",
+            before = [e2e_test.metric_value(s.metrics_port, "grpc_server_handled_total",
                                    {"grpc_method": "Plan", "grpc_code": "OK"}) for s in servers]
             servers[0].proc.send_signal(signal.SIGKILL)
             time.sleep(1.5)
             servers[1].proc.send_signal(signal.SIGTERM)
             for t in threads:
                 t.join()
-            after = metric_value(servers[2].metrics_port, "grpc_server_handled_total",
+            after = e2e_test.metric_value(servers[2].metrics_port, "grpc_server_handled_total",
                                  {"grpc_method": "Plan", "grpc_code": "OK"})
             channel.close()
             self.assertEqual(failures, [], f"{len(failures)} failed calls of {calls[0]}")

@@ -118,7 +118,7 @@ class ManifestsTest(unittest.TestCase):
         self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
         dashboard = json.loads(cm["data"]["grafana-dashboard.json"])
         titles = [p["title"] for p in dashboard["panels"]]
-        for wanted in ("RPC rate by method and code", "Latency by method", "In flight",
+        for wanted in ("RPC rate by method and code", "Latency and queue wait by method", "In flight",
                        "Predicted throughput (fraction of ideal)", "Plans by outcome and policy",
                        "Planning time", "Gap to the lower bound"):
             self.assertIn(wanted, titles)

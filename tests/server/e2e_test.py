@@ -97,6 +97,18 @@ class Server:
         self.proc.stdout.close()
 
 
+def metric_value(metrics_port, name, labels=None):
+    """Sums a series from a server's /metrics text (0 when it has none)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if (line.startswith(name + "{") or line.startswith(name + " ")) and all(
+                f'{k}="{v}"' in line for k, v in (labels or {}).items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def generated_trace(stub, preset="llama-7b", layers=4):
     from slackswap.v1 import service_pb2
     return stub.GenerateTrace(service_pb2.GenerateTraceRequest(
@@ -244,6 +256,7 @@ class ServerTest(unittest.TestCase):
                 'slackswap_plans_total{policy="slackswap",outcome="planned"}': 1,
                 'slackswap_plan_throughput_ratio_count{policy="slackswap"}': 1,
                 'grpc_server_handling_seconds_count{grpc_method="Plan"}': 1,
+                'slackswap_queue_wait_seconds_count{grpc_method="Plan"}': 1,
                 "slackswap_build_info": 1,
             }
             for query, minimum in checks.items():
@@ -351,6 +364,47 @@ class LimitsTest(unittest.TestCase):
             status = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=5).status
             self.assertEqual(status, health_pb2.HealthCheckResponse.SERVING)
+            channel.close()
+        finally:
+            server.stop()
+
+    def test_queue_wait_is_the_time_a_call_waits_for_a_planning_thread(self):
+        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, service_pb2_grpc
+        server = Server("--planning_threads", "1")
+        try:
+            channel = server.channel()
+            stub = service_pb2_grpc.PlannerServiceStub(channel)
+            g = generated_trace(stub)
+            heavy = service_pb2.CompareRequest(
+                trace=g.trace, hardware=g.hardware,
+                budgets=[plan_pb2.Budget(fraction_of_peak=0.5)],
+                policies=[planning_pb2.POLICY_GENETIC_SEARCH], genetic_search_evaluations=100000)
+            compare = threading.Thread(target=lambda: stub.Compare(heavy, timeout=120))
+            compare.start()
+            deadline = time.time() + 30
+            while (metric_value(server.metrics_port, "slackswap_inflight_requests") < 1
+                   and time.time() < deadline):
+                time.sleep(0.005)
+            # The one planning thread is busy with the Compare: the Plan waits.
+            start = time.time()
+            stub.Plan(service_pb2.PlanRequest(
+                trace=g.trace, hardware=g.hardware,
+                budget=plan_pb2.Budget(fraction_of_peak=0.5)), timeout=120)
+            latency = time.time() - start
+            compare.join()
+            series = "slackswap_queue_wait_seconds"
+            plan = {"grpc_method": "Plan"}
+            self.assertEqual(metric_value(server.metrics_port, series + "_count", plan), 1)
+            self.assertEqual(metric_value(server.metrics_port, series + "_count",
+                                          {"grpc_method": "Compare"}), 1)
+            waited = metric_value(server.metrics_port, series + "_sum", plan)
+            planning = metric_value(server.metrics_port, "slackswap_planning_seconds_sum",
+                                    {"policy": "slackswap"})
+            # Planning this small trace takes well under a millisecond; the rest
+            # of the Plan's latency was the wait behind the Compare.
+            self.assertGreater(waited, 10 * planning, (waited, planning, latency))
+            self.assertGreater(waited, 0.5 * latency, (waited, latency))
+            self.assertLessEqual(waited, latency)
             channel.close()
         finally:
             server.stop()

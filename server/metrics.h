@@ -10,8 +10,8 @@
 //   slackswap_inflight_requests                           gauge
 //   slackswap_build_info{version}                         gauge (1)
 //   slackswap_plans_total{policy,outcome}                 counter
-//   slackswap_plan_throughput_ratio{policy}               histogram (predicted,
-//   per plan) slackswap_plan_stall_seconds{policy}                  histogram
+//   slackswap_plan_throughput_ratio{policy}               histogram
+//   slackswap_plan_stall_seconds{policy}                  histogram
 //   slackswap_plan_recompute_seconds{policy}              histogram
 //   slackswap_planning_seconds{policy}                    histogram
 //   slackswap_plan_repair_iterations{policy}              histogram

@@ -22,6 +22,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "server/grpc_status.h"
 #include "server/service_core.h"
+#include "server/usable_cpus.h"
 
 namespace slackswap {
 namespace {
@@ -98,11 +99,9 @@ LoadReport RunLocal(const v1::PlanRequest& request,
                     const LoadOptions& options) {
   ServiceCore core;
   const int callers = std::max(1, options.concurrency);
-  const int threads = std::min(
-      callers,
-      options.planning_threads > 0
-          ? options.planning_threads
-          : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  const int threads =
+      std::min(callers, options.planning_threads > 0 ? options.planning_threads
+                                                     : UsableCpus());
   LoadReport report;
   report.planning_threads = threads;
   CpuMeter meter(options.server_pid);

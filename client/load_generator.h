@@ -36,9 +36,9 @@ struct LoadOptions {
   // the measured stretch is reported too.
   int server_pid = 0;
   // In-process only: how many threads plan the callers' calls, taking them in
-  // arrival order as the server's planning threads do (0: one per core, the
-  // server's default). Never more than `concurrency`: with a thread per
-  // caller each thread is one caller.
+  // arrival order as the server's planning threads do (0: one per CPU this
+  // process may use, the server's default; server/usable_cpus.h). Never more
+  // than `concurrency`: with a thread per caller each thread is one caller.
   int planning_threads = 0;
 };
 

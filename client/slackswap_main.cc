@@ -132,7 +132,7 @@ ABSL_FLAG(bool, local, false,
           "bench-server: call the planner in-process instead of --server");
 ABSL_FLAG(int, planning_threads, 0,
           "bench-server --local: threads that plan the callers' calls in "
-          "arrival order, as the server's do (0: one per core)");
+          "arrival order, as the server's do (0: one per usable CPU)");
 ABSL_FLAG(int, server_pid, 0,
           "bench-server: the server's process id, when it runs on this "
           "machine: report its CPU time per call too");

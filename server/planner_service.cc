@@ -15,6 +15,7 @@
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "server/grpc_status.h"
+#include "server/usable_cpus.h"
 #include "simulator/proto_convert.h"
 #include "simulator/trace_wire.h"
 
@@ -95,10 +96,7 @@ PlannerServiceImpl::PlannerServiceImpl(int max_concurrent_calls,
     : max_concurrent_calls_(max_concurrent_calls),
       metrics_(metrics),
       core_(metrics) {
-  const int threads =
-      planning_threads > 0
-          ? planning_threads
-          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = planning_threads > 0 ? planning_threads : UsableCpus();
   workers_.reserve(threads);
   for (int i = 0; i < threads; ++i)
     workers_.emplace_back([this] { RunWorker(); });

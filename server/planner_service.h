@@ -42,8 +42,9 @@ using RawPlannerService = v1::PlannerService::WithRawCallbackMethod_Plan<
 
 class PlannerServiceImpl final : public RawPlannerService {
  public:
-  // `planning_threads` <= 0: one per core. `metrics` may be null; otherwise
-  // it must outlive the service.
+  // `planning_threads` <= 0: one per CPU this process may use (UsableCpus(),
+  // which heeds affinity and a container's CPU limit). `metrics` may be null;
+  // otherwise it must outlive the service.
   PlannerServiceImpl(int max_concurrent_calls, int planning_threads,
                      ServerMetrics* metrics);
   // Runs what is queued, then joins the planning threads. The gRPC server
@@ -68,6 +69,7 @@ class PlannerServiceImpl final : public RawPlannerService {
 
   // Calls admitted and not yet finished (running or waiting to run).
   int inflight() const { return inflight_.load(); }
+  int planning_threads() const { return static_cast<int>(workers_.size()); }
 
  private:
   // Parses the request, runs `call` on it and serializes its response.

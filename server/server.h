@@ -38,7 +38,7 @@ struct ServerOptions {
   int max_message_bytes = 64 << 20;
   int max_concurrent_calls = 8;
   // Calls planned at once; admitted calls beyond it wait, in arrival order.
-  // 0: the number of cores.
+  // 0: the CPUs this process may use (affinity, a container's CPU limit).
   int planning_threads = 0;
   // PEM files; TLS is on when both are set, mutual TLS with a client CA.
   std::string tls_cert_file;
@@ -62,6 +62,7 @@ class PlanningServer {
   std::shared_ptr<grpc::Channel> InProcessChannel();
   // Calls admitted and not yet finished (running or waiting their turn).
   int inflight() const { return service_->inflight(); }
+  int planning_threads() const { return service_->planning_threads(); }
 
   // Health goes NOT_SERVING, no new calls are accepted, calls in flight get
   // `grace` to finish and are then cancelled. Returns when all are done.

@@ -30,8 +30,9 @@ ABSL_FLAG(int, max_message_bytes, 64 << 20,
 ABSL_FLAG(int, max_concurrent_requests, 8,
           "calls handled at once; more get RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(int, planning_threads, 0,
-          "calls planned at once (0: the number of cores); admitted calls "
-          "beyond it wait in arrival order");
+          "calls planned at once (0: the CPUs this process may use, after "
+          "affinity and a container's CPU limit); admitted calls beyond it "
+          "wait in arrival order");
 ABSL_FLAG(std::string, tls_cert, "",
           "server certificate chain (PEM); TLS with --tls_key");
 ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
@@ -78,6 +79,8 @@ int main(int argc, char** argv) {
   if ((*server)->metrics_port() > 0) {
     std::cout << "metrics on port " << (*server)->metrics_port() << std::endl;
   }
+  std::cout << "planning threads " << (*server)->planning_threads()
+            << std::endl;
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

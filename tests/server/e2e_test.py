@@ -59,14 +59,17 @@ def generate_stubs(proto_dir, out_dir):
 class Server:
     """A slackswap-server process on an ephemeral loopback port."""
 
-    def __init__(self, *extra):
+    def __init__(self, *extra, wrapper=()):
+        """`extra`: server flags; `wrapper`: a command the server runs under."""
         self.proc = subprocess.Popen(
-            [ARGS.server, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", *extra],
+            [*wrapper, ARGS.server, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0",
+             *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.port = self.metrics_port = None
+        self.port = self.metrics_port = self.planning_threads = None
         self.lines = []
         deadline = time.time() + 20
-        while time.time() < deadline and (self.port is None or self.metrics_port is None):
+        while time.time() < deadline and None in (self.port, self.metrics_port,
+                                                  self.planning_threads):
             line = self.proc.stdout.readline()
             if not line:
                 break
@@ -75,6 +78,8 @@ class Server:
                 self.port = int(m.group(1))
             if m := re.match(r"metrics on port (\d+)", line):
                 self.metrics_port = int(m.group(1))
+            if m := re.match(r"planning threads (\d+)", line):
+                self.planning_threads = int(m.group(1))
         if self.port is None:
             self.proc.kill()
             raise RuntimeError("server did not start: " + "".join(self.lines))
@@ -367,6 +372,25 @@ class LimitsTest(unittest.TestCase):
             channel.close()
         finally:
             server.stop()
+
+    def test_planning_threads_default_to_the_cpus_the_process_may_use(self):
+        # Under taskset one CPU is allowed, however many the machine has; the
+        # load generator's in-process default follows the same rule.
+        server = Server(wrapper=("taskset", "-c", "0"))
+        try:
+            self.assertEqual(server.planning_threads, 1, server.lines)
+        finally:
+            server.stop()
+        server = Server("--planning_threads", "3")
+        try:
+            self.assertEqual(server.planning_threads, 3, server.lines)
+        finally:
+            server.stop()
+        out = subprocess.run(
+            ["taskset", "-c", "0", ARGS.cli, "bench-server", "--local", "--preset", "llama-7b",
+             "--layers", "2", "--concurrency", "3", "--requests", "3", "--json"],
+            check=True, capture_output=True, text=True).stdout
+        self.assertEqual(json.loads(out)["planning_threads"], 1, out)
 
     def test_queue_wait_is_the_time_a_call_waits_for_a_planning_thread(self):
         from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, service_pb2_grpc

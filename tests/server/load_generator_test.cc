@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "server/server.h"
+#include "server/usable_cpus.h"
 #include "tests/server/test_server.h"
 
 namespace slackswap {
@@ -150,7 +151,7 @@ TEST_F(LoadGeneratorTest, InProcessPlanningThreadsNeverOutnumberCallers) {
   options.planning_threads = 8;
   EXPECT_EQ(RunLoad(nullptr, Request(0.5), options).planning_threads, 3);
   options.planning_threads = 0;  // one per core
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int cores = UsableCpus();
   const LoadReport r = RunLoad(nullptr, Request(0.5), options);
   EXPECT_EQ(r.planning_threads, std::clamp(cores, 1, 3));
   EXPECT_EQ(r.calls, 6);

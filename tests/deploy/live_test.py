@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 import unittest
-import urllib.request
 
 import yaml
 

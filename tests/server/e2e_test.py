@@ -114,6 +114,15 @@ def metric_value(metrics_port, name, labels=None):
     return total
 
 
+def genetic_search_compare(generated, evaluations):
+    """A Compare that keeps a planning thread busy: a genetic search at 50%."""
+    from slackswap.v1 import plan_pb2, planning_pb2, service_pb2
+    return service_pb2.CompareRequest(
+        trace=generated.trace, hardware=generated.hardware,
+        budgets=[plan_pb2.Budget(fraction_of_peak=0.5)],
+        policies=[planning_pb2.POLICY_GENETIC_SEARCH], genetic_search_evaluations=evaluations)
+
+
 def generated_trace(stub, preset="llama-7b", layers=4):
     from slackswap.v1 import service_pb2
     return stub.GenerateTrace(service_pb2.GenerateTraceRequest(
@@ -329,17 +338,14 @@ class Prometheus:
 class LimitsTest(unittest.TestCase):
     def test_overload_is_refused_fast_and_accepted_calls_succeed(self):
         import grpc
-        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, service_pb2_grpc
+        from slackswap.v1 import service_pb2_grpc
         from healthcheck import health_pb2, health_pb2_grpc
         server = Server("--max_concurrent_requests", "2")
         try:
             channel = server.channel()
             stub = service_pb2_grpc.PlannerServiceStub(channel)
             g = generated_trace(stub)
-            heavy = service_pb2.CompareRequest(
-                trace=g.trace, hardware=g.hardware,
-                budgets=[plan_pb2.Budget(fraction_of_peak=0.5)],
-                policies=[planning_pb2.POLICY_GENETIC_SEARCH], genetic_search_evaluations=40000)
+            heavy = genetic_search_compare(g, 40000)
             results = []
             lock = threading.Lock()
 
@@ -393,16 +399,13 @@ class LimitsTest(unittest.TestCase):
         self.assertEqual(json.loads(out)["planning_threads"], 1, out)
 
     def test_queue_wait_is_the_time_a_call_waits_for_a_planning_thread(self):
-        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, service_pb2_grpc
+        from slackswap.v1 import plan_pb2, service_pb2, service_pb2_grpc
         server = Server("--planning_threads", "1")
         try:
             channel = server.channel()
             stub = service_pb2_grpc.PlannerServiceStub(channel)
             g = generated_trace(stub)
-            heavy = service_pb2.CompareRequest(
-                trace=g.trace, hardware=g.hardware,
-                budgets=[plan_pb2.Budget(fraction_of_peak=0.5)],
-                policies=[planning_pb2.POLICY_GENETIC_SEARCH], genetic_search_evaluations=100000)
+            heavy = genetic_search_compare(g, 100000)
             compare = threading.Thread(target=lambda: stub.Compare(heavy, timeout=120))
             compare.start()
             deadline = time.time() + 30
@@ -440,7 +443,7 @@ class LimitsTest(unittest.TestCase):
         try:
             channel = server.channel()
             stub = service_pb2_grpc.PlannerServiceStub(channel)
-            from slackswap.v1 import trace_pb2, hardware_pb2
+            from slackswap.v1 import trace_pb2
             with tempfile.TemporaryDirectory() as work:
                 path = os.path.join(work, "trace.pb")
                 subprocess.run([ARGS.cli, "generate", "--preset", "gpt2-xl", "--out", path],
@@ -484,14 +487,12 @@ class LimitsTest(unittest.TestCase):
 
     def test_sigterm_under_load_loses_no_accepted_call(self):
         import grpc
-        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, service_pb2_grpc
+        from slackswap.v1 import service_pb2_grpc
         server = Server("--max_concurrent_requests", "8", "--grace", "30s")
         channel = server.channel()
         stub = service_pb2_grpc.PlannerServiceStub(channel)
         g = generated_trace(stub)
-        work = service_pb2.CompareRequest(
-            trace=g.trace, hardware=g.hardware, budgets=[plan_pb2.Budget(fraction_of_peak=0.5)],
-            policies=[planning_pb2.POLICY_GENETIC_SEARCH], genetic_search_evaluations=20000)
+        work = genetic_search_compare(g, 20000)
         outcomes = []
         lock = threading.Lock()
         stop_at = time.time() + 4

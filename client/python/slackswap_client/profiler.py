@@ -26,7 +26,6 @@ What is recorded, and how:
 """
 import math
 import time
-import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode

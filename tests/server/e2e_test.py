@@ -382,7 +382,8 @@ class LimitsTest(unittest.TestCase):
     def test_planning_threads_default_to_the_cpus_the_process_may_use(self):
         # Under taskset one CPU is allowed, however many the machine has; the
         # load generator's in-process default follows the same rule.
-        server = Server(wrapper=("taskset", "-c", "0"))
+        one_cpu = ("taskset", "-c", str(min(os.sched_getaffinity(0))))
+        server = Server(wrapper=one_cpu)
         try:
             self.assertEqual(server.planning_threads, 1, server.lines)
         finally:
@@ -393,7 +394,7 @@ class LimitsTest(unittest.TestCase):
         finally:
             server.stop()
         out = subprocess.run(
-            ["taskset", "-c", "0", ARGS.cli, "bench-server", "--local", "--preset", "llama-7b",
+            [*one_cpu, ARGS.cli, "bench-server", "--local", "--preset", "llama-7b",
              "--layers", "2", "--concurrency", "3", "--requests", "3", "--json"],
             check=True, capture_output=True, text=True).stdout
         self.assertEqual(json.loads(out)["planning_threads"], 1, out)

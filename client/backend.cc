@@ -1,12 +1,10 @@
 #include "client/backend.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "server/service_core.h"
+#include "simulator/trace_io.h"
 
 namespace slackswap {
 namespace {
@@ -113,14 +111,6 @@ class Remote : public Backend {
   absl::Duration deadline_;
 };
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 }  // namespace
 
 std::unique_ptr<Backend> LocalBackend(absl::Duration deadline) {
@@ -133,13 +123,13 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
       grpc::InsecureChannelCredentials();
   if (!options.ca_file.empty()) {
     grpc::SslCredentialsOptions ssl;
-    auto ca = ReadFile(options.ca_file);
+    auto ca = ReadFileBytes(options.ca_file);
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *ca;
     if (!options.client_cert_file.empty() || !options.client_key_file.empty()) {
-      auto cert = ReadFile(options.client_cert_file);
+      auto cert = ReadFileBytes(options.client_cert_file);
       if (!cert.ok()) return cert.status();
-      auto key = ReadFile(options.client_key_file);
+      auto key = ReadFileBytes(options.client_key_file);
       if (!key.ok()) return key.status();
       ssl.pem_cert_chain = *cert;
       ssl.pem_private_key = *key;

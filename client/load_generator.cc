@@ -7,8 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +21,7 @@
 #include "server/grpc_status.h"
 #include "server/service_core.h"
 #include "server/usable_cpus.h"
+#include "simulator/trace_io.h"
 
 namespace slackswap {
 namespace {
@@ -253,9 +252,8 @@ LoadReport RunRemote(const std::shared_ptr<grpc::Channel>& channel,
 }  // namespace
 
 absl::StatusOr<double> ProcessCpuSeconds(int pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  const std::string stat((std::istreambuf_iterator<char>(in)),
-                         std::istreambuf_iterator<char>());
+  const std::string stat =
+      ReadFileBytes(absl::StrCat("/proc/", pid, "/stat")).value_or("");
   // pid (comm) state ppid ...: the name may hold spaces and parentheses, so
   // the fields are counted from the last ')'. utime and stime are fields 14
   // and 15, the 12th and 13th after it.

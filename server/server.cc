@@ -1,24 +1,22 @@
 #include "server/server.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
+#include "simulator/trace_io.h"
 
 namespace slackswap {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+// The file a TLS flag names; an error names the flag.
+absl::StatusOr<std::string> ReadFlagFile(const std::string& path,
+                                         const char* flag) {
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok())
+    return absl::NotFoundError(
+        absl::StrCat(flag, ": ", bytes.status().message()));
+  return bytes;
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
@@ -35,15 +33,15 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   }
   grpc::SslServerCredentialsOptions ssl;
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  auto cert = ReadFile(o.tls_cert_file, "tls_cert");
+  auto cert = ReadFlagFile(o.tls_cert_file, "tls_cert");
   if (!cert.ok()) return cert.status();
-  auto key = ReadFile(o.tls_key_file, "tls_key");
+  auto key = ReadFlagFile(o.tls_key_file, "tls_key");
   if (!key.ok()) return key.status();
   pair.cert_chain = *cert;
   pair.private_key = *key;
   ssl.pem_key_cert_pairs.push_back(pair);
   if (!o.tls_client_ca_file.empty()) {
-    auto ca = ReadFile(o.tls_client_ca_file, "tls_client_ca");
+    auto ca = ReadFlagFile(o.tls_client_ca_file, "tls_client_ca");
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *ca;
     ssl.client_certificate_request =

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -13,21 +11,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "simulator/trace_io.h"
 
 namespace slackswap {
 namespace {
 
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-}
-
 std::optional<int64_t> ReadInt(const std::string& path) {
-  const std::optional<std::string> text = ReadFile(path);
+  const absl::StatusOr<std::string> text = ReadFileBytes(path);
   int64_t value = 0;
-  if (!text.has_value() ||
+  if (!text.ok() ||
       !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &value)) {
     return std::nullopt;
   }
@@ -80,7 +72,7 @@ std::optional<double> CpuMaxLimit(absl::string_view cpu_max) {
 
 int UsableCpus(int affinity_cpus, absl::string_view proc_self_cgroup,
                const std::string& cgroup_root) {
-  const bool v2 = ReadFile(cgroup_root + "/cgroup.controllers").has_value();
+  const bool v2 = ReadFileBytes(cgroup_root + "/cgroup.controllers").ok();
   std::optional<double> limit;
   for (absl::string_view line : absl::StrSplit(proc_self_cgroup, '\n')) {
     // hierarchy-id:controllers:path
@@ -90,8 +82,9 @@ int UsableCpus(int affinity_cpus, absl::string_view proc_self_cgroup,
       continue;
     if (v2 && fields[0] == "0" && fields[1].empty()) {
       for (const std::string& folder : FoldersUpTo(cgroup_root, fields[2])) {
-        const std::optional<std::string> text = ReadFile(folder + "/cpu.max");
-        if (text.has_value()) TakeSmaller(limit, CpuMaxLimit(*text));
+        const absl::StatusOr<std::string> text =
+            ReadFileBytes(folder + "/cpu.max");
+        if (text.ok()) TakeSmaller(limit, CpuMaxLimit(*text));
       }
     }
     const std::vector<absl::string_view> controllers =
@@ -122,7 +115,7 @@ int UsableCpus() {
           ? CPU_COUNT(&allowed)
           : static_cast<int>(std::thread::hardware_concurrency());
   return UsableCpus(affinity_cpus,
-                    ReadFile("/proc/self/cgroup").value_or(std::string()),
+                    ReadFileBytes("/proc/self/cgroup").value_or(std::string()),
                     "/sys/fs/cgroup");
 }
 

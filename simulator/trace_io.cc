@@ -9,6 +9,14 @@
 
 namespace slackswap {
 
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
 FileFormat FormatForPath(absl::string_view path) {
   return absl::EndsWith(path, ".json") ? FileFormat::kJson
                                        : FileFormat::kBinary;
@@ -16,11 +24,9 @@ FileFormat FormatForPath(absl::string_view path) {
 
 absl::Status ReadMessageFile(const std::string& path,
                              google::protobuf::Message* message) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+  absl::StatusOr<std::string> read = ReadFileBytes(path);
+  if (!read.ok()) return read.status();
+  const std::string& bytes = *read;
   if (bytes.size() > (size_t{1} << 31)) {
     return absl::ResourceExhaustedError(
         absl::StrCat(path, ": larger than 2 GiB"));

@@ -8,12 +8,17 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 
 namespace slackswap {
 
 enum class FileFormat { kBinary, kJson };
+
+// The whole of `path` (any file: certificates, /proc and /sys files too).
+// NOT_FOUND "cannot read PATH" if it cannot be opened.
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
 
 // kJson for names ending in ".json", kBinary otherwise.
 FileFormat FormatForPath(absl::string_view path);

@@ -4,8 +4,8 @@
 // request for a duration or a count, reporting requests per second, latency
 // percentiles and errors by status code. Against a server, or in-process
 // (the same ServiceCore without gRPC, queued the way the server queues calls)
-// for comparison. Loops are bounded by
-// both the count and the duration, and only the given address is called.
+// for comparison. Loops are bounded by both the count and the duration, and
+// only the given address is called.
 #ifndef SLACKSWAP_CLIENT_LOAD_GENERATOR_H_
 #define SLACKSWAP_CLIENT_LOAD_GENERATOR_H_
 

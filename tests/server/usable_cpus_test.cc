@@ -119,13 +119,23 @@ TEST_F(UsableCpusTest, MalformedFilesSetNoLimit) {
   EXPECT_EQ(UsableCpus(6, "garbage without colons\n0:\n::\n", root()), 6);
 }
 
-TEST(UsableCpusOfThisProcessTest, NeverMoreThanItsAffinityAllows) {
+TEST(UsableCpusOfThisProcessTest, FollowsTheAffinityMask) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
   const int cpus = UsableCpus();
   EXPECT_GE(cpus, 1);
   EXPECT_LE(cpus, CPU_COUNT(&allowed));
+  // Narrowed to one CPU (this thread's mask is what sched_getaffinity(0)
+  // reads), whatever the machine and any cgroup limit: one.
+  int first = 0;
+  while (!CPU_ISSET(first, &allowed)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(UsableCpus(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
 }
 
 }  // namespace

@@ -152,7 +152,8 @@ Plan Search::Breed(const std::vector<Individual>& pool) {
   const Individual& a = Tournament(pool);
   const Individual& b = Tournament(pool);
   Plan child = a.plan;
-  if (&a != &b && rng_() % 2 == 0) {
+  // A trace without tensors has nothing to cross (and no cut point).
+  if (&a != &b && !child.decisions.empty() && rng_() % 2 == 0) {
     // One-point crossover in tensor order keeps neighbouring decisions (a
     // layer's tensors) together.
     const size_t cut = rng_() % child.decisions.size();
@@ -185,8 +186,8 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
       const int n = options_.allow_recompute ? 3 : 2;
       for (int32_t t : mutable_) {
         ind.plan.decisions[t] = static_cast<Decision>(rng_() % n);
-        ind.plan.prefetch_issue_op[t] =
-            trace_.tensors[t].first_backward_use - static_cast<int32_t>(rng_() % 17);
+        ind.plan.prefetch_issue_op[t] = trace_.tensors[t].first_backward_use -
+                                        static_cast<int32_t>(rng_() % 17);
       }
     } else {
       ind.plan = seeds[i % seeds.size()];

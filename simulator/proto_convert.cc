@@ -44,6 +44,17 @@ void CheckQuantity(FieldViolations& v, absl::string_view field, int64_t value,
       v, [field] { return std::string(field); }, value, unit);
 }
 
+// Names are at most kMaxNameBytes of UTF-8. (A parsed message's names are
+// UTF-8 already; the wire decoder's are checked only here.)
+void CheckName(FieldViolations& v, absl::FunctionRef<std::string()> field,
+               absl::string_view name) {
+  if (name.size() > kMaxNameBytes) {
+    v.Add(field(), "longer than 256 bytes");
+  } else if (!IsWellFormedUtf8(name)) {
+    v.Add(field(), "not valid UTF-8");
+  }
+}
+
 // Adds `value` to `sum`; false once the sum passes kMaxQuantity.
 bool AddBounded(int64_t& sum, int64_t value) {
   sum += value;  // both operands <= 2^60 here: no overflow
@@ -103,8 +114,8 @@ absl::Status ConvertOperators(const TraceMessage& proto, Trace& trace) {
   bool sum_reported = false;
   for (int i = 0; i < n && !v.full(); ++i) {
     const auto& op = proto.operators(i);
-    if (op.name().size() > kMaxNameBytes)
-      v.Add(Path("trace.operators", i, "name"), "longer than 256 bytes");
+    CheckName(
+        v, [i] { return Path("trace.operators", i, "name"); }, op.name());
     const v1::Phase phase = op.phase();
     if (phase != v1::PHASE_FORWARD && phase != v1::PHASE_BACKWARD &&
         phase != v1::PHASE_OPTIMIZER) {
@@ -125,8 +136,13 @@ absl::Status ConvertOperators(const TraceMessage& proto, Trace& trace) {
     CheckQuantity(
         v, [i] { return Path("trace.operators", i, "workspace_bytes"); },
         op.workspace_bytes(), "bytes");
-    if (op.block_index() < 0)
-      v.Add(Path("trace.operators", i, "block_index"), "must be >= 0");
+    // Block indices name layers: there cannot be more layers than operators,
+    // and planners keep one entry per block index.
+    if (op.block_index() < 0 || op.block_index() >= n) {
+      v.Add(Path("trace.operators", i, "block_index"),
+            absl::StrCat("out of range [0, ", n,
+                         "): at most one block per operator"));
+    }
     if (op.duration_ns() >= 0 && op.duration_ns() <= kMaxQuantity &&
         !AddBounded(trace.ideal_ns, op.duration_ns()) && !sum_reported) {
       v.Add("trace.operators", "durations sum to more than 2^60 ns");
@@ -158,8 +174,8 @@ absl::Status ConvertTensors(const TraceMessage& proto, Trace& trace) {
       return Path("trace.tensors", i, field);
     };
     Tensor& t = trace.tensors[i];
-    if (tp.name().size() > kMaxNameBytes)
-      v.Add(at("name"), "longer than 256 bytes");
+    CheckName(
+        v, [&] { return at("name"); }, tp.name());
     CheckQuantity(
         v, [&] { return at("size_bytes"); }, tp.size_bytes(), "bytes");
     if (tp.size_bytes() >= 0 && tp.size_bytes() <= kMaxQuantity &&
@@ -321,8 +337,11 @@ absl::StatusOr<Trace> ConvertTrace(const TraceMessage& proto) {
         absl::StrCat("use_ops and recompute_inputs hold ", relations,
                      " entries; at most ", kMaxRelations));
   }
-  if (proto.name().size() > kMaxNameBytes) {
-    return InvalidField("trace.name", "longer than 256 bytes");
+  {
+    FieldViolations v;
+    CheckName(
+        v, [] { return std::string("trace.name"); }, proto.name());
+    SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
   }
   Trace trace;
   trace.name = std::string(proto.name());

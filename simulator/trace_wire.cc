@@ -14,8 +14,8 @@ enum WireType : uint32_t {
   kFixed32 = 5
 };
 
-// True when `s` is well-formed UTF-8 (no overlong forms, no surrogates,
-// nothing above U+10FFFF): every validator, protobuf's included, accepts it.
+}  // namespace
+
 bool IsWellFormedUtf8(absl::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
@@ -60,6 +60,8 @@ bool IsWellFormedUtf8(absl::string_view s) {
   }
   return true;
 }
+
+namespace {
 
 // Reads protobuf wire primitives. Every read returns false on malformed or
 // non-minimal input, which the decoder leaves to protobuf.
@@ -107,9 +109,9 @@ class WireReader {
     return true;
   }
 
-  bool Name(absl::string_view& name) {
-    return Bytes(name) && IsWellFormedUtf8(name);
-  }
+  // Any bytes: conversion rejects a name that is not UTF-8 with its field
+  // path (protobuf would reject the whole message, and log it).
+  bool Name(absl::string_view& name) { return Bytes(name); }
 
   // Passes over a field's value; groups are not taken.
   bool Skip(uint32_t wire_type) {

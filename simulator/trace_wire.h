@@ -8,12 +8,13 @@
 //
 // The decoder takes only the form that protobuf serializers write: each
 // known field with its declared wire type, varints in their shortest form,
-// repeated integers packed and written once per tensor, names in valid UTF-8.
-// Anything else (unknown fields, unpacked or split repeated fields, groups,
-// padded varints, malformed bytes) makes DecodeWireTrace return false, and the
-// caller parses the message with protobuf, which decides. So the view never
-// accepts what protobuf would reject, and never reads what protobuf would read
-// differently.
+// repeated integers packed and written once per tensor. Anything else
+// (unknown fields, unpacked or split repeated fields, groups, padded varints,
+// malformed bytes) makes DecodeWireTrace return false, and the caller parses
+// the message with protobuf, which decides. Names are taken as bytes:
+// conversion rejects one that is not UTF-8, naming its field, where protobuf
+// would reject the whole message. So the view never accepts what protobuf
+// would reject, and never reads what protobuf would read differently.
 #ifndef SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
 #define SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
 
@@ -83,6 +84,10 @@ struct WireTrace {
   std::vector<WireTensor> tensors_;
   std::vector<int32_t> ints_;
 };
+
+// True when `s` is well-formed UTF-8 (no overlong forms, no surrogates,
+// nothing above U+10FFFF): what protobuf requires of a string field.
+bool IsWellFormedUtf8(absl::string_view s);
 
 // Decodes `bytes` (a serialized slackswap.v1.Trace) into `trace`, in one pass
 // over the bytes. False: the bytes are not in the form described above (or

@@ -96,6 +96,22 @@ TEST(TraceValidationTest, RejectsNegativeBlockIndex) {
   ExpectTraceViolation(t, "trace.operators[0].block_index");
 }
 
+// An unbounded block index made planners allocate one entry per index up to
+// it (INT32_MAX: std::bad_alloc killed the server). There cannot be more
+// layers than operators.
+TEST(TraceValidationTest, RejectsBlockIndexNotBelowTheOperatorCount) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(2)->set_block_index(
+      std::numeric_limits<int32_t>::max());
+  ExpectTraceViolation(t, "trace.operators[2].block_index");
+  TinyTrace u = Valid();
+  u.proto.mutable_operators(1)->set_block_index(4);  // 4 operators
+  ExpectTraceViolation(u, "trace.operators[1].block_index");
+  TinyTrace w = Valid();
+  w.proto.mutable_operators(1)->set_block_index(3);
+  EXPECT_TRUE(TraceFromProto(w.proto).ok());
+}
+
 TEST(TraceValidationTest, RejectsLongNames) {
   TinyTrace t = Valid();
   t.proto.mutable_operators(3)->set_name(std::string(257, 'x'));

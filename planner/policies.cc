@@ -1,5 +1,7 @@
 #include "planner/policies.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "planner/basic_plans.h"
@@ -113,6 +115,25 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
                                options.genetic_search);
   }
   return absl::InternalError("unknown policy");
+}
+
+absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
+    Policy policy, const Trace& trace, const Hardware& hardware,
+    int64_t budget_bytes, const PolicyOptions& options) {
+  if (policy != Policy::kIdeal)
+    return RunPolicy(policy, trace, hardware, budget_bytes, options);
+  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+  LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
+  bound.iteration_ns = std::max(bound.iteration_ns, trace.ideal_ns);
+  PlanningResult result =
+      Judge(trace, hardware, budget_bytes, IdealPlan(trace), false, bound);
+  if (!result.feasible) {
+    result.reason = absl::StrCat(
+        "the ideal policy keeps every tensor and needs ",
+        AllKeepPeakBytes(trace), " bytes (the all-keep peak), above the ",
+        "budget of ", budget_bytes, " bytes: ", result.reason);
+  }
+  return result;
 }
 
 }  // namespace slackswap

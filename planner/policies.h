@@ -51,12 +51,20 @@ struct PolicyOptions {
   GeneticOptions genetic_search;
 };
 
-// Runs `policy`. The Ideal policy ignores the budget (memory unlimited). The
-// result's replay used result.per_layer_barriers.
+// Runs `policy`. The Ideal policy ignores the budget (memory unlimited): it
+// is the reference row of a comparison. The result's replay used
+// result.per_layer_barriers.
 absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
                                          const Hardware& hardware,
                                          int64_t budget_bytes,
                                          const PolicyOptions& options);
+
+// Runs `policy` for a plan the caller will execute within `budget_bytes`: as
+// RunPolicy, except that Ideal's all-keep plan is judged at the budget, so it
+// is feasible only if it fits (a plan is never feasible above its budget).
+absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
+    Policy policy, const Trace& trace, const Hardware& hardware,
+    int64_t budget_bytes, const PolicyOptions& options);
 
 }  // namespace slackswap
 

@@ -79,7 +79,15 @@ absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
   const absl::Time start = absl::Now();
   SLACKSWAP_ASSIGN_OR_RETURN(
       PlanningResult result,
-      RunPolicy(policy, trace, hardware, budget, options));
+      RunPolicyWithinBudget(policy, trace, hardware, budget, options));
+  // The service's promise: a plan it calls feasible replays within its
+  // budget. A policy that broke it is a bug, never an answer.
+  if (result.feasible && result.replay.peak_resident_bytes > budget) {
+    return absl::InternalError(absl::StrCat(
+        "policy ", PolicyName(policy), " made a plan that holds ",
+        result.replay.peak_resident_bytes, " bytes, above the budget of ",
+        budget, "; please report it"));
+  }
   if (observer_ != nullptr)
     observer_->Planned(policy, result, absl::Now() - start);
   return result;

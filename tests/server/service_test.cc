@@ -229,6 +229,60 @@ TEST_F(ServiceTest, EveryEncodingOfATraceGetsTheSameAnswer) {
       << direct;
 }
 
+// A trace with no tensors is valid (nothing to plan). The genetic searches
+// of SwapAdvisor and the genetic search policy divided by the tensor count:
+// SIGFPE killed the server.
+TEST_F(ServiceTest, EveryPolicyPlansATraceWithoutTensors) {
+  v1::PlanRequest request = PlanRequest(0.5);
+  request.mutable_trace()->clear_tensors();
+  request.mutable_budget()->set_fraction_of_peak(1.0);
+  v1::CompareRequest compare;
+  *compare.mutable_trace() = request.trace();
+  *compare.mutable_hardware() = request.hardware();
+  *compare.add_budgets() = request.budget();
+  compare.set_genetic_search_evaluations(200);
+  for (int p = v1::POLICY_IDEAL; p <= v1::POLICY_GENETIC_SEARCH; ++p) {
+    SCOPED_TRACE(v1::Policy_Name(static_cast<v1::Policy>(p)));
+    request.set_policy(static_cast<v1::Policy>(p));
+    compare.add_policies(static_cast<v1::Policy>(p));
+    v1::PlanResponse response;
+    grpc::ClientContext context;
+    const grpc::Status status = stub_->Plan(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.report().outcome(), v1::PLAN_OUTCOME_PLANNED);
+    EXPECT_EQ(response.report().metrics().iteration_ns(),
+              response.report().metrics().ideal_ns());
+  }
+  v1::CompareResponse compared;
+  grpc::ClientContext context;
+  const grpc::Status status = stub_->Compare(&context, compare, &compared);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(compared.comparison().entries_size(), 10);
+}
+
+// Ideal is the unlimited-memory reference. Asked for a plan within a budget,
+// it answers PLANNED only when its all-keep plan fits.
+TEST_F(ServiceTest, IdealPlansOnlyWithinTheBudget) {
+  v1::PlanRequest request = PlanRequest(0.5);
+  request.set_policy(v1::POLICY_IDEAL);
+  v1::PlanResponse half;
+  grpc::ClientContext c1;
+  ASSERT_TRUE(stub_->Plan(&c1, request, &half).ok());
+  EXPECT_EQ(half.report().outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
+  EXPECT_TRUE(absl::StrContains(half.report().reason(), "all-keep peak"))
+      << half.report().reason();
+
+  request.mutable_budget()->set_fraction_of_peak(1.0);
+  v1::PlanResponse whole;
+  grpc::ClientContext c2;
+  ASSERT_TRUE(stub_->Plan(&c2, request, &whole).ok());
+  EXPECT_EQ(whole.report().outcome(), v1::PLAN_OUTCOME_PLANNED);
+  EXPECT_LE(whole.report().metrics().peak_resident_bytes(),
+            whole.report().metrics().budget_bytes());
+  EXPECT_EQ(whole.report().metrics().iteration_ns(),
+            whole.report().metrics().ideal_ns());
+}
+
 TEST_F(ServiceTest, CompareAndFrontier) {
   const v1::PlanRequest base = PlanRequest(0.5);
   v1::CompareRequest compare;

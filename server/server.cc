@@ -70,16 +70,11 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
   s->registry_ = std::make_shared<prometheus::Registry>();
   s->metrics_ = std::make_unique<ServerMetrics>(*s->registry_, options.version);
   if (!options.metrics_address.empty()) {
-    try {
-      s->exposer_ =
-          std::make_unique<prometheus::Exposer>(options.metrics_address);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot serve metrics on ", options.metrics_address, ": ", e.what()));
-    }
-    s->exposer_->RegisterCollectable(s->registry_);
-    const std::vector<int> ports = s->exposer_->GetListeningPorts();
-    s->metrics_port_ = ports.empty() ? 0 : ports.front();
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
+        MetricsEndpoint::Start(options.metrics_address, s->registry_);
+    if (!endpoint.ok()) return endpoint.status();
+    s->metrics_endpoint_ = *std::move(endpoint);
+    s->metrics_port_ = s->metrics_endpoint_->port();
   }
   s->service_ = std::make_unique<PlannerServiceImpl>(
       options.max_concurrent_calls, options.planning_threads,

@@ -20,9 +20,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
-#include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "server/metrics.h"
+#include "server/metrics_endpoint.h"
 #include "server/planner_service.h"
 
 namespace slackswap {
@@ -31,6 +31,7 @@ inline constexpr char kServiceName[] = "slackswap.v1.PlannerService";
 
 struct ServerOptions {
   std::string listen_address = "0.0.0.0:50051";
+  // Prometheus /metrics (metrics_endpoint.h): "HOST:PORT" or "[IPV6]:PORT".
   // Empty: no metrics endpoint.
   std::string metrics_address = "0.0.0.0:9464";
   // Largest request or response. The default carries traces far larger than a
@@ -72,7 +73,7 @@ class PlanningServer {
   PlanningServer() = default;
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<PlannerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;

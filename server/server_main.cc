@@ -4,14 +4,18 @@
 //
 // On SIGTERM or SIGINT: health goes NOT_SERVING, no new calls are accepted,
 // calls in flight get --grace to finish, and the process exits 0.
+#include <algorithm>
 #include <csignal>
 #include <iostream>
+#include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "google/protobuf/stubs/logging.h"
 #include "server/malloc_tuning.h"
 #include "server/server.h"
 
@@ -43,11 +47,29 @@ ABSL_FLAG(absl::Duration, grace, absl::Seconds(20),
 ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
           "close connections after this long so clients rebalance (0: never)");
 
+namespace {
+
+// Protobuf logs an error for every string field that is not UTF-8 when it
+// parses a message. The caller already gets INVALID_ARGUMENT for it, so one
+// client could otherwise fill the log with a line per call. Everything else
+// protobuf logs is kept.
+void LogProtobuf(google::protobuf::LogLevel level, const char* filename,
+                 int line, const std::string& message) {
+  if (absl::StrContains(message, "invalid UTF-8")) return;
+  static const char* const kLevels[] = {"INFO", "WARNING", "ERROR", "FATAL"};
+  std::cerr << "[libprotobuf "
+            << kLevels[std::clamp(static_cast<int>(level), 0, 3)] << " "
+            << filename << ":" << line << "] " << message << std::endl;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "slackswap-server: the SlackSwap planning service");
   absl::ParseCommandLine(argc, argv);
   slackswap::KeepFreedMemoryForReuse();
+  google::protobuf::SetLogHandler(LogProtobuf);
 
   // Signals are taken synchronously by this thread; every thread started
   // from here on inherits the mask.

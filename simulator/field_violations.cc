@@ -1,8 +1,8 @@
 #include "simulator/field_violations.h"
 
 #include "absl/strings/cord.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace slackswap {
@@ -46,6 +46,16 @@ absl::Status InvalidField(absl::string_view field,
   return violations.ToStatus();
 }
 
+absl::Status TooLargeField(absl::string_view field,
+                           absl::string_view description) {
+  const absl::Status invalid = InvalidField(field, description);
+  absl::Status status = absl::ResourceExhaustedError(invalid.message());
+  invalid.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    status.SetPayload(url, payload);
+  });
+  return status;
+}
+
 std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status) {
   std::vector<FieldViolation> out;
   auto payload = status.GetPayload(kPayloadUrl);
@@ -67,16 +77,19 @@ absl::Status RenameField(const absl::Status& status, absl::string_view from,
     if (!absl::StartsWith(field, from)) return field;
     const absl::string_view rest = absl::string_view(field).substr(from.size());
     if (!rest.empty() && rest[0] != '.' && rest[0] != '[') return field;
-    if (to.empty() && !rest.empty() && rest[0] == '.') return std::string(rest.substr(1));
+    if (to.empty() && !rest.empty() && rest[0] == '.')
+      return std::string(rest.substr(1));
     return absl::StrCat(to, rest);
   };
   FieldViolations renamed;
-  for (const FieldViolation& v : violations) renamed.Add(rename(v.field), v.description);
+  for (const FieldViolation& v : violations)
+    renamed.Add(rename(v.field), v.description);
   absl::Status out = renamed.ToStatus();
   // Keep the original code (INVALID_ARGUMENT or RESOURCE_EXHAUSTED).
   absl::Status result(status.code(), out.message());
-  out.ForEachPayload(
-      [&](absl::string_view url, const absl::Cord& payload) { result.SetPayload(url, payload); });
+  out.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    result.SetPayload(url, payload);
+  });
   return result;
 }
 

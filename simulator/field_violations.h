@@ -53,6 +53,11 @@ class FieldViolations {
 absl::Status InvalidField(absl::string_view field,
                           absl::string_view description);
 
+// The same as RESOURCE_EXHAUSTED: the input is well-formed but too large or
+// too many (a field path still says which).
+absl::Status TooLargeField(absl::string_view field,
+                           absl::string_view description);
+
 // The violations carried by a status made by FieldViolations::ToStatus or
 // InvalidField; empty for any other status.
 std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status);

@@ -17,16 +17,6 @@ std::string Path(absl::string_view prefix, int index, absl::string_view field) {
   return absl::StrCat(prefix, "[", index, "].", field);
 }
 
-// RESOURCE_EXHAUSTED that still names the field (too large or too many).
-absl::Status TooLarge(absl::string_view field, absl::string_view description) {
-  const absl::Status invalid = InvalidField(field, description);
-  absl::Status status = absl::ResourceExhaustedError(invalid.message());
-  invalid.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
-    status.SetPayload(url, payload);
-  });
-  return status;
-}
-
 // `field` makes the path only for a violation: valid traces of thousands of
 // operators are converted without building a string per field.
 void CheckQuantity(FieldViolations& v, absl::FunctionRef<std::string()> field,
@@ -317,14 +307,14 @@ absl::StatusOr<Trace> ConvertTrace(const TraceMessage& proto) {
     return InvalidField("trace.operators", "at least one operator is required");
   }
   if (proto.operators_size() > kMaxOperators) {
-    return TooLarge("trace.operators",
-                    absl::StrCat("has ", proto.operators_size(),
-                                 " entries; at most ", kMaxOperators));
+    return TooLargeField("trace.operators",
+                         absl::StrCat("has ", proto.operators_size(),
+                                      " entries; at most ", kMaxOperators));
   }
   if (proto.tensors_size() > kMaxTensors) {
-    return TooLarge("trace.tensors",
-                    absl::StrCat("has ", proto.tensors_size(),
-                                 " entries; at most ", kMaxTensors));
+    return TooLargeField("trace.tensors",
+                         absl::StrCat("has ", proto.tensors_size(),
+                                      " entries; at most ", kMaxTensors));
   }
   int64_t relations = 0;
   for (int i = 0; i < proto.tensors_size(); ++i) {
@@ -332,7 +322,7 @@ absl::StatusOr<Trace> ConvertTrace(const TraceMessage& proto) {
                  proto.tensors(i).recompute_inputs_size();
   }
   if (relations > kMaxRelations) {
-    return TooLarge(
+    return TooLargeField(
         "trace.tensors",
         absl::StrCat("use_ops and recompute_inputs hold ", relations,
                      " entries; at most ", kMaxRelations));

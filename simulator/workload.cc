@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "simulator/field_violations.h"
 #include "simulator/proto_convert.h"
@@ -27,8 +30,8 @@ class TraceBuilder {
     op->set_phase(v1::PHASE_FORWARD);
     op->set_kind(kind);
     op->set_block_index(block);
-    op->set_flops(static_cast<int64_t>(flops));
-    op->set_memory_traffic_bytes(static_cast<int64_t>(bytes));
+    op->set_flops(Checked(flops, forward_flops_));
+    op->set_memory_traffic_bytes(Checked(bytes));
     op->set_duration_ns(Roofline(flops, bytes));
     pending_.push_back({});
     return trace_.operators_size() - 1;
@@ -50,14 +53,14 @@ class TraceBuilder {
                 std::vector<int32_t> rebuild_ops) {
     v1::Tensor* t = trace_.add_tensors();
     t->set_name(std::move(name));
-    t->set_size_bytes(static_cast<int64_t>(size_bytes));
+    t->set_size_bytes(Checked(size_bytes, saved_bytes_));
     t->set_producer_op(producer);
     for (int32_t op : forward_reads) t->add_use_ops(op);
     for (int32_t r : recompute_inputs) t->add_recompute_inputs(r);
-    int64_t rebuild_ns = 0;
+    double rebuild_ns = 0;
     for (int32_t op : rebuild_ops)
-      rebuild_ns += trace_.operators(op).duration_ns();
-    t->set_recompute_duration_ns(rebuild_ns);
+      rebuild_ns += static_cast<double>(trace_.operators(op).duration_ns());
+    t->set_recompute_duration_ns(Checked(rebuild_ns));
     t->set_recompute_forbidden(rebuild_ops.empty());
     return trace_.tensors_size() - 1;
   }
@@ -70,7 +73,7 @@ class TraceBuilder {
     const int32_t t =
         Saved(std::move(name), size_bytes, producer, {}, {}, {producer});
     trace_.mutable_tensors(t)->set_recompute_duration_ns(
-        Roofline(size_bytes, size_bytes));
+        RooflineNs(size_bytes, size_bytes));
     return t;
   }
 
@@ -97,10 +100,10 @@ class TraceBuilder {
       const double flops = static_cast<double>(fwd.flops()) * p.factor;
       const double bytes =
           static_cast<double>(fwd.memory_traffic_bytes()) * p.factor;
-      op->set_flops(static_cast<int64_t>(flops));
-      op->set_memory_traffic_bytes(static_cast<int64_t>(bytes));
+      op->set_flops(Checked(flops));
+      op->set_memory_traffic_bytes(Checked(bytes));
       op->set_duration_ns(Roofline(flops, bytes));
-      op->set_workspace_bytes(static_cast<int64_t>(p.gradient_bytes));
+      op->set_workspace_bytes(Checked(p.gradient_bytes, workspace_bytes_));
       const int32_t index = trace_.operators_size() - 1;
       for (int32_t t : p.reads) trace_.mutable_tensors(t)->add_use_ops(index);
     }
@@ -108,7 +111,29 @@ class TraceBuilder {
     return std::move(trace_);
   }
 
+  // True when some quantity, or a sum of them that the trace rules or
+  // Summarize take, passed 2^60: the parameters are too large.
+  bool too_large() const {
+    return too_large_ || iteration_ns_ > kMaxQuantity ||
+           forward_flops_ > kMaxQuantity || saved_bytes_ > kMaxQuantity ||
+           workspace_bytes_ > kMaxQuantity;
+  }
+
  private:
+  // `value` as an int64 quantity; 0 and too_large() when it is not a
+  // finite value in [0, 2^60]. `sum`, when given, accumulates it.
+  int64_t Checked(double value) {
+    if (!(value >= 0 && value <= static_cast<double>(kMaxQuantity))) {
+      too_large_ = true;
+      return 0;
+    }
+    return static_cast<int64_t>(value);
+  }
+  int64_t Checked(double value, double& sum) {
+    sum += value;
+    return Checked(value);
+  }
+
   struct Pending {
     bool present = false;
     std::vector<int32_t> reads;
@@ -116,16 +141,27 @@ class TraceBuilder {
     double factor = 2.0;
   };
 
-  int64_t Roofline(double flops, double bytes) const {
-    const double seconds =
-        std::max(flops / static_cast<double>(hw_.matmul_flops_per_second),
-                 bytes / static_cast<double>(hw_.hbm_bytes_per_second));
-    return static_cast<int64_t>(std::ceil(seconds * 1e9));
+  // An operator's duration; counted in the iteration's sum.
+  int64_t Roofline(double flops, double bytes) {
+    iteration_ns_ += RooflineSeconds(flops, bytes) * 1e9;
+    return RooflineNs(flops, bytes);
+  }
+  int64_t RooflineNs(double flops, double bytes) {
+    return Checked(std::ceil(RooflineSeconds(flops, bytes) * 1e9));
+  }
+  double RooflineSeconds(double flops, double bytes) const {
+    return std::max(flops / static_cast<double>(hw_.matmul_flops_per_second),
+                    bytes / static_cast<double>(hw_.hbm_bytes_per_second));
   }
 
   const Hardware& hw_;
   v1::Trace trace_;
   std::vector<Pending> pending_;
+  bool too_large_ = false;
+  double iteration_ns_ = 0;
+  double forward_flops_ = 0;  // forward operators only
+  double saved_bytes_ = 0;
+  double workspace_bytes_ = 0;
 };
 
 double BytesPerElement(Precision p) {
@@ -316,7 +352,9 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
                  {fc2, drop});
 }
 
-v1::Trace BuildTransformer(const WorkloadSpec& spec, const Hardware& hw) {
+// `too_large` (optional) is set when a quantity would pass 2^60.
+v1::Trace BuildTransformer(const WorkloadSpec& spec, const Hardware& hw,
+                           bool* too_large = nullptr) {
   TraceBuilder b(hw);
   const double e = BytesPerElement(spec.precision);
   const double T = static_cast<double>(spec.batch * spec.sequence_length);
@@ -346,10 +384,13 @@ v1::Trace BuildTransformer(const WorkloadSpec& spec, const Hardware& hw) {
                                  5 * T * V, e * T * V);
   b.Read(logits, loss);
   b.Backward(loss, {logits}, e * T * V, 1.0);
-  return b.Finish("");
+  v1::Trace trace = b.Finish("");
+  if (too_large != nullptr) *too_large = b.too_large();
+  return trace;
 }
 
-v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw) {
+v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw,
+                     bool* too_large) {
   TraceBuilder b(hw);
   const double e = BytesPerElement(spec.precision);
   const double B = static_cast<double>(spec.batch);
@@ -410,7 +451,50 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw) {
                                  5 * B * features, e * B * features);
   b.Read(x, loss);
   b.Backward(loss, {x}, e * B * features, 1.0);
-  return b.Finish("");
+  v1::Trace trace = b.Finish("");
+  if (too_large != nullptr) *too_large = b.too_large();
+  return trace;
+}
+
+// The size a transformer trace of spec.layers layers would have, from the
+// exact sizes of the traces with one and two layers (everything but the
+// layers is fixed, and each layer adds the same operators and tensors). Names
+// carry the layer index: each grows by at most one byte per extra digit.
+struct GeneratedSize {
+  double operators = 0;
+  double tensors = 0;
+  double relations = 0;  // uses plus recompute inputs
+  double bytes = 0;      // serialized
+};
+
+GeneratedSize SizeOf(const v1::Trace& trace) {
+  GeneratedSize size;
+  size.operators = trace.operators_size();
+  size.tensors = trace.tensors_size();
+  for (const v1::Tensor& t : trace.tensors())
+    size.relations += t.use_ops_size() + t.recompute_inputs_size();
+  size.bytes = static_cast<double>(trace.ByteSizeLong());
+  return size;
+}
+
+GeneratedSize EstimateTransformerSize(WorkloadSpec spec, const Hardware& hw) {
+  const double layers = spec.layers;
+  spec.layers = 1;
+  const GeneratedSize one = SizeOf(BuildTransformer(spec, hw));
+  spec.layers = 2;
+  const GeneratedSize two = SizeOf(BuildTransformer(spec, hw));
+  const double digits = std::ceil(std::log10(layers + 1));
+  GeneratedSize size;
+  size.operators =
+      one.operators + (layers - 1) * (two.operators - one.operators);
+  size.tensors = one.tensors + (layers - 1) * (two.tensors - one.tensors);
+  size.relations =
+      one.relations + (layers - 1) * (two.relations - one.relations);
+  const double names_per_layer =
+      (two.operators - one.operators) + (two.tensors - one.tensors);
+  size.bytes = one.bytes + (layers - 1) * ((two.bytes - one.bytes) +
+                                           digits * names_per_layer);
+  return size;
 }
 
 }  // namespace
@@ -486,9 +570,42 @@ absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
     }
   }
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  // Bounded before anything is built: 100,000 layers took 822 MB and then
+  // failed the trace limits.
+  if (spec.family != ModelFamily::kVgg16 && spec.layers > 2) {
+    const GeneratedSize size = EstimateTransformerSize(spec, hardware);
+    if (size.bytes > kMaxGeneratedTraceBytes ||
+        size.operators > kMaxOperators || size.tensors > kMaxTensors ||
+        size.relations > kMaxRelations) {
+      const double bytes_per_layer =
+          size.bytes / static_cast<double>(spec.layers);
+      return TooLargeField(
+          "workload.layers",
+          absl::StrFormat(
+              "the trace would hold %.0f operators and %.0f MiB; at most %d "
+              "MiB and %d operators: about %.0f layers of this model",
+              size.operators, size.bytes / (1 << 20),
+              kMaxGeneratedTraceBytes >> 20, kMaxOperators,
+              std::floor(kMaxGeneratedTraceBytes / bytes_per_layer)));
+    }
+  }
+  bool too_large = false;
   v1::Trace trace = spec.family == ModelFamily::kVgg16
-                        ? BuildVgg16(spec, hardware)
-                        : BuildTransformer(spec, hardware);
+                        ? BuildVgg16(spec, hardware, &too_large)
+                        : BuildTransformer(spec, hardware, &too_large);
+  if (too_large) {
+    // Every size and time grows with the batch and the tokens (or the image):
+    // name the fields that scale them.
+    const std::string why =
+        "with the other parameters, an operator's work, a tensor's size or a "
+        "duration (or their sums) would pass 2^60";
+    FieldViolations over;
+    over.Add("workload.batch", why);
+    over.Add(spec.family == ModelFamily::kVgg16 ? "workload.image_size"
+                                                : "workload.sequence_length",
+             why);
+    return over.ToStatus();
+  }
   std::string name = absl::StrCat(spec.preset.empty() ? "custom" : spec.preset,
                                   " batch ", spec.batch);
   if (spec.family != ModelFamily::kVgg16) {
@@ -505,15 +622,27 @@ absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
 }
 
 TraceSummary Summarize(const v1::Trace& trace, const Hardware& hardware) {
-  TraceSummary s;
-  for (const v1::Tensor& t : trace.tensors()) s.saved_bytes += t.size_bytes();
+  // Sums in 128 bits, saturated into int64: flops are informational and not
+  // bounded by the trace rules.
+  absl::int128 saved = 0, iteration = 0, forward = 0, flops = 0;
+  for (const v1::Tensor& t : trace.tensors()) saved += t.size_bytes();
   for (const v1::Operator& op : trace.operators()) {
-    s.iteration_ns += op.duration_ns();
+    iteration += op.duration_ns();
     if (op.phase() == v1::PHASE_FORWARD) {
-      s.forward_ns += op.duration_ns();
-      s.forward_flops += op.flops();
+      forward += op.duration_ns();
+      flops += op.flops();
     }
   }
+  auto saturated = [](absl::int128 v) {
+    return static_cast<int64_t>(
+        std::clamp<absl::int128>(v, std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<int64_t>::max()));
+  };
+  TraceSummary s;
+  s.saved_bytes = saturated(saved);
+  s.iteration_ns = saturated(iteration);
+  s.forward_ns = saturated(forward);
+  s.forward_flops = saturated(flops);
   if (s.saved_bytes > 0) {
     s.flops_per_saved_byte =
         static_cast<double>(s.forward_flops) / s.saved_bytes;

@@ -63,9 +63,15 @@ const std::vector<std::string>& WorkloadPresetNames();
 // The preset's default spec; NOT_FOUND listing the valid names otherwise.
 absl::StatusOr<WorkloadSpec> WorkloadPreset(absl::string_view name);
 
+// Largest trace the generator builds (serialized), so that a generated trace
+// fits a response with room to spare and building it takes bounded memory.
+inline constexpr int kMaxGeneratedTraceBytes = 32 << 20;
+
 // Builds the trace. INVALID_ARGUMENT (field path "workload.<field>") for
-// parameters out of range; RESOURCE_EXHAUSTED when the trace would exceed the
-// trace limits. The hardware must have positive matmul and HBM rates
+// parameters out of range, or whose sizes and times would overflow;
+// RESOURCE_EXHAUSTED ("workload.layers") when the trace would exceed
+// kMaxGeneratedTraceBytes or the trace limits, found before it is built. The
+// hardware must have positive matmul and HBM rates
 // ("hardware.matmul_flops_per_second", "hardware.hbm_bytes_per_second").
 absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
                                         const Hardware& hardware);
@@ -81,6 +87,7 @@ struct TraceSummary {
   // bytes the D2H link can move during the forward pass / saved bytes
   double hideable_fraction = 0;
 };
+// Sums saturate at the int64 range (any trace, valid or not).
 TraceSummary Summarize(const v1::Trace& trace, const Hardware& hardware);
 
 }  // namespace slackswap

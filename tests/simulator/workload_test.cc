@@ -3,9 +3,11 @@
 #include "simulator/workload.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "simulator/field_violations.h"
 #include "simulator/proto_convert.h"
 
 namespace slackswap {
@@ -125,7 +127,8 @@ TEST(WorkloadStructureTest, UnfusedAttentionAdds5asBytesPerToken) {
   spec.flash_attention = false;
   const int64_t unfused = LayerBytes(Generate(spec, "a100"), 1);
   const int64_t tokens = spec.batch * spec.sequence_length;
-  EXPECT_EQ(unfused - flash, int64_t{5} * spec.heads * spec.sequence_length * tokens);
+  EXPECT_EQ(unfused - flash,
+            int64_t{5} * spec.heads * spec.sequence_length * tokens);
 }
 
 TEST(WorkloadStructureTest, LlamaLayerSaves16hPlus6fBytesPerToken) {
@@ -185,6 +188,67 @@ TEST(WorkloadStructureTest, RejectsBadParametersNamingTheField) {
   EXPECT_EQ(WorkloadPreset("gpt-5").status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(HardwarePreset("tpu").status().code(), absl::StatusCode::kNotFound);
+}
+
+// 100,000 layers took 822 MB and then failed the trace limits. The size is
+// bounded before anything is built, and the error says how many layers fit.
+TEST(WorkloadStructureTest, RejectsTracesOverTheSizeLimitBeforeBuildingThem) {
+  for (const std::string preset : {"gpt2-xl", "llama-7b", "bert-large"}) {
+    SCOPED_TRACE(preset);
+    WorkloadSpec spec = Preset(preset);
+    spec.layers = 100000;
+    const absl::Status status =
+        GenerateTrace(spec, *HardwarePreset("a100")).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+    ASSERT_FALSE(FieldViolationsOf(status).empty()) << status;
+    EXPECT_EQ(FieldViolationsOf(status)[0].field, "workload.layers");
+    EXPECT_TRUE(absl::StrContains(status.message(), "layers of this model"))
+        << status;
+  }
+  // 50 times GPT-2 XL's layers is well inside the limit, and the estimate
+  // that bounds it is an upper bound of the real size.
+  WorkloadSpec spec = Preset("gpt2-xl");
+  spec.layers = 48 * 50;
+  absl::StatusOr<v1::Trace> large =
+      GenerateTrace(spec, *HardwarePreset("a100"));
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_LT(large->ByteSizeLong(),
+            static_cast<size_t>(kMaxGeneratedTraceBytes));
+}
+
+// Batch 65536 with 2^22 tokens per sequence passes every per-field range but
+// made durations and FLOPs overflow int64 (undefined double-to-int64
+// conversions, then wrapped sums in Summarize).
+TEST(WorkloadStructureTest, RejectsParametersWhoseSizesWouldOverflow) {
+  WorkloadSpec spec = Preset("gpt2-xl");
+  spec.layers = 2;
+  spec.batch = 65536;
+  spec.sequence_length = 1 << 22;
+  const absl::Status status =
+      GenerateTrace(spec, *HardwarePreset("a100")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  const std::vector<FieldViolation> v = FieldViolationsOf(status);
+  ASSERT_EQ(v.size(), 2u) << status;
+  EXPECT_EQ(v[0].field, "workload.batch");
+  EXPECT_EQ(v[1].field, "workload.sequence_length");
+
+  // VGG-16 at its largest batch and image stays within range: no false alarm.
+  WorkloadSpec vgg = Preset("vgg16");
+  vgg.batch = 65536;
+  vgg.image_size = 4096;
+  EXPECT_TRUE(GenerateTrace(vgg, *HardwarePreset("titan-x")).ok());
+
+  // Summarize saturates instead of wrapping, whatever the trace holds.
+  v1::Trace huge;
+  for (int i = 0; i < 4; ++i) {
+    v1::Operator* op = huge.add_operators();
+    op->set_phase(v1::PHASE_FORWARD);
+    op->set_duration_ns(std::numeric_limits<int64_t>::max());
+    op->set_flops(std::numeric_limits<int64_t>::max());
+  }
+  const TraceSummary s = Summarize(huge, *HardwarePreset("a100"));
+  EXPECT_EQ(s.forward_flops, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(s.iteration_ns, std::numeric_limits<int64_t>::max());
 }
 
 }  // namespace

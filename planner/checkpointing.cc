@@ -9,8 +9,9 @@
 
 namespace slackswap {
 
-PlanningResult PlanCheckpointing(const Trace& trace, const Hardware& hardware,
-                                 int64_t budget_bytes) {
+absl::StatusOr<PlanningResult> PlanCheckpointing(
+    const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
+    const StopFunction& should_stop) {
   const LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
   if (!bound.feasible)
     return ProvenInfeasible(trace, hardware, budget_bytes, bound);
@@ -25,10 +26,15 @@ PlanningResult PlanCheckpointing(const Trace& trace, const Hardware& hardware,
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return body_bytes[a] > body_bytes[b];
   });
+  StopPoll stop(should_stop);
   for (int32_t b : order) {
     if (draft.PeakBytes() <= budget_bytes || body_bytes[b] == 0) break;
-    for (int32_t t : bodies[b]) draft.SetRecompute(t);
+    if (stop.StopNow()) return PlanningStopped();
+    // Dependents first: no change walks the rebuild chain below it.
+    for (auto it = bodies[b].rbegin(); it != bodies[b].rend(); ++it)
+      draft.SetRecompute(*it);
   }
+  if (stop.StopNow()) return PlanningStopped();
   PlanningResult result =
       Judge(trace, hardware, budget_bytes, draft.plan(), false, bound);
   if (!result.feasible && draft.PeakBytes() > budget_bytes) {

@@ -15,8 +15,9 @@
 namespace slackswap {
 
 // Replayed without barriers. Deterministic; O(n log n).
-PlanningResult PlanCheckpointing(const Trace& trace, const Hardware& hardware,
-                                 int64_t budget_bytes);
+absl::StatusOr<PlanningResult> PlanCheckpointing(
+    const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
+    const StopFunction& should_stop = nullptr);
 
 }  // namespace slackswap
 

@@ -10,9 +10,12 @@ absl::StatusOr<PlanningResult> PlanGeneticSearch(const Trace& trace,
                                                  const Hardware& hardware,
                                                  int64_t budget_bytes,
                                                  GeneticOptions options) {
-  SLACKSWAP_ASSIGN_OR_RETURN(
-      PlanningResult slackswap,
-      PlanSlackSwap(trace, hardware, budget_bytes, PlannerOptions()));
+  SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult slackswap,
+                             PlanSlackSwap(trace, hardware, budget_bytes, [&] {
+                               PlannerOptions o;
+                               o.should_stop = options.should_stop;
+                               return o;
+                             }()));
   if (!slackswap.lower_bound.feasible) return slackswap;
   options.allow_recompute = true;
   options.per_layer_barriers = false;
@@ -21,6 +24,7 @@ absl::StatusOr<PlanningResult> PlanGeneticSearch(const Trace& trace,
     seeds.push_back(AllSwapPlan(trace));
   const GeneticResult search =
       RunGenetic(trace, hardware, budget_bytes, seeds, options);
+  if (search.stopped) return PlanningStopped();
   PlanningResult result = Judge(trace, hardware, budget_bytes, search.best,
                                 false, slackswap.lower_bound);
   result.stats.plans_evaluated = search.evaluations;

@@ -2,8 +2,8 @@
 //
 // The optimality check: a genetic search over keep / swap / recompute plans
 // and prefetch points, seeded with the SlackSwap plan, all-keep, all-swap and
-// random plans, reporting the best plan it finds and how many candidate plans it
-// replayed (10,000 by default). It is never worse than SlackSwap's plan.
+// random plans, reporting the best plan it finds and how many candidate plans
+// it replayed (10,000 by default). It is never worse than SlackSwap's plan.
 #ifndef SLACKSWAP_PLANNER_GENETIC_SEARCH_H_
 #define SLACKSWAP_PLANNER_GENETIC_SEARCH_H_
 

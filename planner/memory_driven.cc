@@ -8,9 +8,10 @@
 
 namespace slackswap {
 
-PlanningResult PlanMemoryDriven(const Trace& trace, const Hardware& hardware,
-                                int64_t budget_bytes,
-                                const TensorChoice& choice) {
+absl::StatusOr<PlanningResult> PlanMemoryDriven(
+    const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
+    const TensorChoice& choice, const StopFunction& should_stop) {
+  StopPoll stop(should_stop);
   const LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
   if (!bound.feasible)
     return ProvenInfeasible(trace, hardware, budget_bytes, bound);
@@ -25,6 +26,7 @@ PlanningResult PlanMemoryDriven(const Trace& trace, const Hardware& hardware,
   for (int32_t o = 0;
        o < trace.num_forward_ops && draft.PeakBytes() > budget_bytes; ++o) {
     for (int32_t t : trace.produces.Row(o)) {
+      if (stop.Stop()) return PlanningStopped();
       if (draft.PeakBytes() <= budget_bytes) break;
       const Tensor& tensor = trace.tensors[t];
       if (tensor.size_bytes == 0) continue;
@@ -43,6 +45,7 @@ PlanningResult PlanMemoryDriven(const Trace& trace, const Hardware& hardware,
   // A recomputed dependent may have moved a swap's need earlier: place every
   // prefetch one layer ahead of its final need.
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (stop.Stop()) return PlanningStopped();
     if (draft.decision(t) != Decision::kSwap) continue;
     const int32_t need = draft.need(t);
     const int32_t issue =

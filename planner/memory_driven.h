@@ -19,10 +19,11 @@ namespace slackswap {
 // What to do with one tensor: keep (skip it), swap or recompute.
 using TensorChoice = std::function<Decision(const Trace&, int32_t tensor)>;
 
-// Replayed with per-layer barriers.
-PlanningResult PlanMemoryDriven(const Trace& trace, const Hardware& hardware,
-                                int64_t budget_bytes,
-                                const TensorChoice& choice);
+// Replayed with per-layer barriers. CANCELLED (PlanningStopped) when
+// `should_stop` said so.
+absl::StatusOr<PlanningResult> PlanMemoryDriven(
+    const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
+    const TensorChoice& choice, const StopFunction& should_stop = nullptr);
 
 }  // namespace slackswap
 

@@ -5,8 +5,51 @@
 #define SLACKSWAP_PLANNER_PLANNER_OPTIONS_H_
 
 #include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
 
 namespace slackswap {
+
+// Asked from inside long planning work; true stops it (the call's deadline
+// passed, the client cancelled, or the server is out of drain time). An empty
+// function never stops.
+using StopFunction = std::function<bool()>;
+
+// Polls a StopFunction at most once every `every` calls of Stop(), so that
+// inner loops can ask on every step. Once it said stop, it keeps saying so.
+class StopPoll {
+ public:
+  explicit StopPoll(const StopFunction& should_stop, int every = 256)
+      : should_stop_(should_stop), every_(every) {}
+
+  bool Stop() {
+    if (stopped_) return true;
+    if (!should_stop_ || ++calls_ < every_) return false;
+    calls_ = 0;
+    stopped_ = should_stop_();
+    return stopped_;
+  }
+  // Polls now, whatever the count.
+  bool StopNow() {
+    calls_ = every_;
+    return Stop();
+  }
+  bool stopped() const { return stopped_; }
+
+ private:
+  const StopFunction& should_stop_;
+  const int every_;
+  int calls_ = 0;
+  bool stopped_ = false;
+};
+
+// The status of planning work that StopPoll stopped.
+inline absl::Status PlanningStopped() {
+  return absl::CancelledError(
+      "planning stopped: the call was cancelled, its deadline passed or the "
+      "server is shutting down");
+}
 
 enum class SwapRanking {
   // Decreasing recompute cost per byte; tensors that cannot be recomputed
@@ -29,6 +72,9 @@ struct PlannerOptions {
   bool per_layer_barriers = false;
   // Bound on validation-and-repair rounds.
   int max_repair_iterations = 64;
+  // Asked between rounds and inside the passes: PlanSlackSwap returns
+  // PlanningStopped() soon after it says true.
+  StopFunction should_stop;
 };
 
 struct PlannerStats {
@@ -38,6 +84,9 @@ struct PlannerStats {
   int32_t repair_iterations = 0;  // replays in validation and repair
   int32_t repairs = 0;            // plan changes made by repair
   int64_t plans_evaluated = 0;    // candidate plans replayed (genetic searches)
+  // Lifetimes the plan draft moved (PlanDraft::lifetime_updates): the work of
+  // the passes, which grows near linearly with the trace.
+  int64_t draft_lifetime_updates = 0;
 };
 
 }  // namespace slackswap

@@ -78,6 +78,13 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
                                          int64_t budget_bytes,
                                          const PolicyOptions& options) {
   PlannerOptions slackswap = options.slackswap;
+  GeneticOptions swapadvisor = options.swapadvisor;
+  GeneticOptions genetic_search = options.genetic_search;
+  if (options.should_stop) {
+    slackswap.should_stop = options.should_stop;
+    swapadvisor.should_stop = options.should_stop;
+    genetic_search.should_stop = options.should_stop;
+  }
   switch (policy) {
     case Policy::kIdeal: {
       SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
@@ -99,20 +106,20 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
       return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
     case Policy::kVdnn:
       SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-      return PlanVdnn(trace, hardware, budget_bytes);
+      return PlanVdnn(trace, hardware, budget_bytes, slackswap.should_stop);
     case Policy::kSuperNeurons:
       SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-      return PlanSuperNeurons(trace, hardware, budget_bytes);
+      return PlanSuperNeurons(trace, hardware, budget_bytes,
+                              slackswap.should_stop);
     case Policy::kSwapAdvisor:
       SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-      return PlanSwapAdvisor(trace, hardware, budget_bytes,
-                             options.swapadvisor);
+      return PlanSwapAdvisor(trace, hardware, budget_bytes, swapadvisor);
     case Policy::kCheckpointing:
       SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-      return PlanCheckpointing(trace, hardware, budget_bytes);
+      return PlanCheckpointing(trace, hardware, budget_bytes,
+                               slackswap.should_stop);
     case Policy::kGeneticSearch:
-      return PlanGeneticSearch(trace, hardware, budget_bytes,
-                               options.genetic_search);
+      return PlanGeneticSearch(trace, hardware, budget_bytes, genetic_search);
   }
   return absl::InternalError("unknown policy");
 }

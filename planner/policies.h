@@ -49,6 +49,9 @@ struct PolicyOptions {
     return o;
   }();
   GeneticOptions genetic_search;
+  // When set, asked inside every policy's work (in place of the stop
+  // functions of the options above): a stopped policy returns CANCELLED.
+  StopFunction should_stop;
 };
 
 // Runs `policy`. The Ideal policy ignores the budget (memory unlimited): it

@@ -83,6 +83,17 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw,
   }
 }
 
+// A swap that repair gives up: recomputed where allowed and its rebuild
+// chain stays short (recompute_pass.h), otherwise kept.
+void Unswap(const Trace& trace, int32_t t, PlanDraft& draft) {
+  if (!trace.tensors[t].recompute_forbidden &&
+      draft.RebuildChainSize(t, kMaxRebuildChain) <= kMaxRebuildChain) {
+    draft.SetRecompute(t);
+  } else {
+    draft.SetKeep(t);
+  }
+}
+
 // Asks every prefetch that arrived after its need op started to be issued
 // earlier by more than it was late; a prefetch already issued as early as it
 // can be becomes a recomputation (or a keep). Returns the number of changes.
@@ -104,10 +115,8 @@ int RepairLatePrefetches(const Trace& trace, const SimulationResult& replay,
     const int32_t issue = draft.plan().prefetch_issue_op[t];
     if (issue > trace.tensors[t].last_forward_use + 1) {
       lead_ns[t] += (prefetch_end[t] - op_start[need]) + lead_ns[t] / 2 + 1;
-    } else if (!trace.tensors[t].recompute_forbidden) {
-      draft.SetRecompute(t);
     } else {
-      draft.SetKeep(t);
+      Unswap(trace, t, draft);
     }
     ++changes;
   }
@@ -127,6 +136,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
                                              int64_t budget_bytes,
                                              const PlannerOptions& options) {
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+  StopPoll stop(options.should_stop, 16);
   PlanningResult result;
   result.per_layer_barriers = options.per_layer_barriers;
   result.lower_bound = ComputeLowerBound(trace, hardware, budget_bytes);
@@ -167,8 +177,10 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
              lead_ns, issue_at_need, draft);
 
-  RecomputePass recompute(trace, draft);
+  if (stop.StopNow()) return PlanningStopped();
+  RecomputePass recompute(trace, draft, &stop);
   recompute.Run(budget_bytes, result.stats);
+  if (stop.stopped()) return PlanningStopped();
   PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
              lead_ns, issue_at_need, draft);
 
@@ -177,6 +189,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   bool have_best = false;
   for (int iteration = 0; iteration < options.max_repair_iterations;
        ++iteration) {
+    if (stop.StopNow()) return PlanningStopped();
     const SimulationResult r = replay(draft.plan(), true);
     if (r.feasible &&
         (!have_best || r.iteration_ns < result.replay.iteration_ns)) {
@@ -214,11 +227,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
       if (!admitted.empty()) {
         const int32_t t = admitted.back();
         admitted.pop_back();
-        if (!trace.tensors[t].recompute_forbidden) {
-          draft.SetRecompute(t);
-        } else {
-          draft.SetKeep(t);
-        }
+        Unswap(trace, t, draft);
         ++changes;
       }
     } else if (r.prefetch_wait_ns > 0) {
@@ -231,9 +240,11 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
     if (changes == 0) break;
     result.stats.repairs += changes;
     recompute.Run(budget_bytes, result.stats);
+    if (stop.stopped()) return PlanningStopped();
     PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
                lead_ns, issue_at_need, draft);
   }
+  result.stats.draft_lifetime_updates = draft.lifetime_updates();
   if (!have_best) {
     result.feasible = false;
     result.plan = draft.plan();

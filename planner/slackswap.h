@@ -55,7 +55,8 @@ struct PlanningResult {
 };
 
 // INVALID_ARGUMENT only for a trace and hardware whose times would overflow
-// (CheckTimeRange); every budget, however small, gives a result.
+// (CheckTimeRange), and CANCELLED (PlanningStopped) when options.should_stop
+// said stop; every budget, however small, gives a result.
 absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
                                              const Hardware& hardware,
                                              int64_t budget_bytes,

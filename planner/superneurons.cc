@@ -4,10 +4,12 @@
 
 namespace slackswap {
 
-PlanningResult PlanSuperNeurons(const Trace& trace, const Hardware& hardware,
-                                int64_t budget_bytes) {
+absl::StatusOr<PlanningResult> PlanSuperNeurons(
+    const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
+    const StopFunction& should_stop) {
   return PlanMemoryDriven(
-      trace, hardware, budget_bytes, [](const Trace& t, int32_t tensor) {
+      trace, hardware, budget_bytes,
+      [](const Trace& t, int32_t tensor) {
         const Op& producer = t.ops[t.tensors[tensor].producer_op];
         // A cheap op's output whose rebuild reruns more than that op (a
         // residual output whose matmul input is not saved) is not cheap to
@@ -28,7 +30,8 @@ PlanningResult PlanSuperNeurons(const Trace& trace, const Hardware& hardware,
           default:
             return Decision::kKeep;
         }
-      });
+      },
+      should_stop);
 }
 
 }  // namespace slackswap

@@ -20,8 +20,9 @@
 namespace slackswap {
 
 // Replayed with per-layer barriers. Deterministic; O(n log n).
-PlanningResult PlanSuperNeurons(const Trace& trace, const Hardware& hardware,
-                                int64_t budget_bytes);
+absl::StatusOr<PlanningResult> PlanSuperNeurons(
+    const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
+    const StopFunction& should_stop = nullptr);
 
 }  // namespace slackswap
 

@@ -3,22 +3,29 @@
 #include "planner/basic_plans.h"
 #include "planner/judge.h"
 #include "planner/vdnn.h"
+#include "simulator/status_macros.h"
 
 namespace slackswap {
 
-PlanningResult PlanSwapAdvisor(const Trace& trace, const Hardware& hardware,
-                               int64_t budget_bytes, GeneticOptions options) {
+absl::StatusOr<PlanningResult> PlanSwapAdvisor(const Trace& trace,
+                                               const Hardware& hardware,
+                                               int64_t budget_bytes,
+                                               GeneticOptions options) {
   const LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
   if (!bound.feasible)
     return ProvenInfeasible(trace, hardware, budget_bytes, bound);
   options.allow_recompute = false;
   options.per_layer_barriers = false;
-  std::vector<Plan> seeds = {PlanVdnn(trace, hardware, budget_bytes).plan,
-                             AllSwapPlan(trace), Plan::AllKeep(trace)};
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      PlanningResult vdnn,
+      PlanVdnn(trace, hardware, budget_bytes, options.should_stop));
+  std::vector<Plan> seeds = {std::move(vdnn.plan), AllSwapPlan(trace),
+                             Plan::AllKeep(trace)};
   if (hardware.host_pinned_memory_bytes > 0)
     seeds.resize(1);  // all-swap may pass the cap
   const GeneticResult search =
       RunGenetic(trace, hardware, budget_bytes, seeds, options);
+  if (search.stopped) return PlanningStopped();
   PlanningResult result =
       Judge(trace, hardware, budget_bytes, search.best, false, bound);
   result.stats.plans_evaluated = search.evaluations;

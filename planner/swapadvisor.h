@@ -17,8 +17,11 @@ namespace slackswap {
 
 // Replayed without barriers. Deterministic for options.seed.
 // options.allow_recompute is ignored (always false).
-PlanningResult PlanSwapAdvisor(const Trace& trace, const Hardware& hardware,
-                               int64_t budget_bytes, GeneticOptions options);
+// Stops between generations when options.should_stop says so (CANCELLED).
+absl::StatusOr<PlanningResult> PlanSwapAdvisor(const Trace& trace,
+                                               const Hardware& hardware,
+                                               int64_t budget_bytes,
+                                               GeneticOptions options);
 
 }  // namespace slackswap
 

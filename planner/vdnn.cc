@@ -4,11 +4,13 @@
 
 namespace slackswap {
 
-PlanningResult PlanVdnn(const Trace& trace, const Hardware& hardware,
-                        int64_t budget_bytes) {
+absl::StatusOr<PlanningResult> PlanVdnn(const Trace& trace,
+                                        const Hardware& hardware,
+                                        int64_t budget_bytes,
+                                        const StopFunction& should_stop) {
   return PlanMemoryDriven(
       trace, hardware, budget_bytes,
-      [](const Trace&, int32_t) { return Decision::kSwap; });
+      [](const Trace&, int32_t) { return Decision::kSwap; }, should_stop);
 }
 
 }  // namespace slackswap

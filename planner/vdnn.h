@@ -16,8 +16,9 @@
 namespace slackswap {
 
 // Replayed with per-layer barriers. Deterministic; O(n log n).
-PlanningResult PlanVdnn(const Trace& trace, const Hardware& hardware,
-                        int64_t budget_bytes);
+absl::StatusOr<PlanningResult> PlanVdnn(
+    const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
+    const StopFunction& should_stop = nullptr);
 
 }  // namespace slackswap
 

@@ -49,8 +49,7 @@ absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
                                           const StopFunction& should_stop) {
   PolicyOptions options;
   SLACKSWAP_ASSIGN_OR_RETURN(options.slackswap, PlannerOptionsFromProto(proto));
-  options.genetic_search.should_stop = should_stop;
-  options.swapadvisor.should_stop = should_stop;
+  options.should_stop = should_stop;
   return options;
 }
 

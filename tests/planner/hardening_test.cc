@@ -1,0 +1,176 @@
+// What one hostile request must not do to a planner: take time that grows
+// quadratically with the trace, or keep running after its caller gave up.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "planner/checkpointing.h"
+#include "planner/genetic_search.h"
+#include "planner/policies.h"
+#include "planner/slackswap.h"
+#include "planner/superneurons.h"
+#include "planner/swapadvisor.h"
+#include "planner/vdnn.h"
+#include "simulator/event_model.h"
+#include "tests/simulator/test_traces.h"
+
+namespace slackswap {
+namespace {
+
+using ::slackswap::testing::TinyTrace;
+
+// n forward ops each producing one 1 MB tensor, read by the next forward op
+// and by the mirrored backward op. Recompute inputs and blocks by `shape`:
+//   chain:        t[i] is rebuilt from t[i-1], all in one block;
+//   chain-blocks: the same with a block per op;
+//   star:         every t[i] is rebuilt from t[0];
+//   dag:          from up to three of the 50 tensors before it.
+// Rebuild costs rise along the trace, so the recompute pass marks tensors
+// from the start of a chain: each mark lands above everything marked so far.
+Trace Shaped(const std::string& shape, int n) {
+  TinyTrace t;
+  const bool blocks = shape == "chain-blocks";
+  for (int i = 0; i < n; ++i) t.Fwd(1000, blocks ? i : 0);
+  for (int i = 0; i < n; ++i) t.Bwd(2000, blocks ? n - 1 - i : 0);
+  uint32_t random = 12345;
+  for (int i = 0; i < n; ++i) {
+    v1::Tensor* tensor = t.proto.add_tensors();
+    tensor->set_size_bytes(1'000'000);
+    tensor->set_producer_op(i);
+    tensor->add_use_ops(i + 1 < n ? i + 1 : n);
+    tensor->add_use_ops(2 * n - 1 - i);
+    tensor->set_recompute_duration_ns(1000 + i);
+    if (i == 0) continue;
+    if (shape == "chain" || shape == "chain-blocks") {
+      tensor->add_recompute_inputs(i - 1);
+    } else if (shape == "star") {
+      tensor->add_recompute_inputs(0);
+    } else {
+      for (int k = 0; k < 3; ++k) {
+        random = random * 1103515245u + 12345u;
+        const int lo = std::max(0, i - 50);
+        tensor->add_recompute_inputs(
+            lo + static_cast<int>((random >> 8) % (i - lo)));
+      }
+    }
+  }
+  return t.Build();
+}
+
+// A link a million times slower than PCIe: nothing can be swapped in time, so
+// the recompute pass does all the work.
+Hardware SlowLink() {
+  Hardware h = ::slackswap::testing::ByteNanosecondLink();
+  h.d2h_bytes_per_second = 1'000'000;
+  h.h2d_bytes_per_second = 1'000'000;
+  return h;
+}
+
+int64_t DraftWork(const Trace& trace) {
+  const int64_t budget = AllKeepPeakBytes(trace) / 10;
+  absl::StatusOr<PlanningResult> r =
+      PlanSlackSwap(trace, SlowLink(), budget, PlannerOptions());
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? r->stats.draft_lifetime_updates : 0;
+}
+
+// Planning a 5,000-tensor chain took 1.3 s and a 20,000-tensor one 29 s:
+// every recompute mark walked the whole chain below it. The work is counted,
+// not timed: four times the tensors may cost at most about four times the
+// lifetime updates (a quadratic planner costs sixteen).
+TEST(PlannerScalingTest, WorkGrowsNearLinearlyOnLongChains) {
+  for (const std::string shape : {"chain", "chain-blocks", "star", "dag"}) {
+    SCOPED_TRACE(shape);
+    const int64_t small = DraftWork(Shaped(shape, 2000));
+    const int64_t large = DraftWork(Shaped(shape, 8000));
+    EXPECT_GT(small, 0);
+    EXPECT_LE(large, 5 * small) << small << " -> " << large;
+    // And a small constant per tensor.
+    EXPECT_LE(large, 100 * 8000) << large;
+  }
+}
+
+TEST(PlannerScalingTest, RecomputedChainsStayShortAndPlansStayValid) {
+  const Trace trace = Shaped("chain", 3000);
+  const int64_t budget = AllKeepPeakBytes(trace) / 10;
+  absl::StatusOr<PlanningResult> r =
+      PlanSlackSwap(trace, SlowLink(), budget, PlannerOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->feasible) << r->reason;
+  EXPECT_LE(r->replay.peak_resident_bytes, budget);
+  // No run of consecutive recomputed tensors (one rebuild chain) is longer
+  // than the pass allows.
+  int run = 0, longest = 0;
+  for (Decision d : r->plan.decisions) {
+    run = d == Decision::kRecompute ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  EXPECT_GT(longest, 1);
+  EXPECT_LE(longest, 64);
+  // The replay agrees with the plan: Simulate reproduces it.
+  SimulationOptions sim;
+  sim.budget_bytes = budget;
+  absl::StatusOr<SimulationResult> again =
+      Simulate(trace, SlowLink(), r->plan, sim);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->iteration_ns, r->replay.iteration_ns);
+}
+
+// A stop function that says stop from its `after`-th call on, and counts.
+struct CountingStop {
+  explicit CountingStop(int after) : after(after) {}
+  StopFunction Function() {
+    return [this] { return ++calls >= after; };
+  }
+  const int after;
+  std::atomic<int> calls{0};
+};
+
+// Every policy asks its stop function inside the work and answers CANCELLED
+// once it says stop: a call's deadline, its cancellation and the server's
+// drain end the work, not only the wait for it.
+TEST(PlannerStopTest, EveryPolicyStopsInsideTheWork) {
+  const Trace trace = Shaped("dag", 3000);
+  const int64_t budget = AllKeepPeakBytes(trace) / 10;
+  for (Policy policy : AllPolicies()) {
+    if (policy == Policy::kIdeal) continue;  // one replay: nothing to stop
+    SCOPED_TRACE(PolicyName(policy));
+    // Stops at once.
+    PolicyOptions options;
+    options.genetic_search.max_evaluations = 400;
+    options.swapadvisor.max_evaluations = 400;
+    options.should_stop = [] { return true; };
+    absl::StatusOr<PlanningResult> r =
+        RunPolicy(policy, trace, SlowLink(), budget, options);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+    // Stops when asked the second time: the policy asked again during its
+    // work, and no more than a few times after it said stop.
+    CountingStop second(2);
+    options.should_stop = second.Function();
+    r = RunPolicy(policy, trace, SlowLink(), budget, options);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+    EXPECT_GE(second.calls.load(), 2);
+    EXPECT_LE(second.calls.load(), 4);
+  }
+}
+
+TEST(PlannerStopTest, AStopFunctionThatNeverSaysStopChangesNothing) {
+  const Trace trace = Shaped("chain", 500);
+  const int64_t budget = AllKeepPeakBytes(trace) / 4;
+  PlannerOptions plain, polled;
+  CountingStop never(1 << 30);
+  polled.should_stop = never.Function();
+  absl::StatusOr<PlanningResult> a =
+      PlanSlackSwap(trace, SlowLink(), budget, plain);
+  absl::StatusOr<PlanningResult> b =
+      PlanSlackSwap(trace, SlowLink(), budget, polled);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_GT(never.calls.load(), 0);
+  EXPECT_EQ(a->plan.decisions, b->plan.decisions);
+  EXPECT_EQ(a->plan.prefetch_issue_op, b->plan.prefetch_issue_op);
+  EXPECT_EQ(a->replay.iteration_ns, b->replay.iteration_ns);
+}
+
+}  // namespace
+}  // namespace slackswap

@@ -92,10 +92,13 @@ Request* ParseRequest(const grpc::ByteBuffer& bytes,
 
 PlannerServiceImpl::PlannerServiceImpl(int max_concurrent_calls,
                                        int planning_threads,
-                                       ServerMetrics* metrics)
+                                       ServerMetrics* metrics,
+                                       CallLimits limits,
+                                       absl::Duration max_call_duration)
     : max_concurrent_calls_(max_concurrent_calls),
+      max_call_duration_(max_call_duration),
       metrics_(metrics),
-      core_(metrics) {
+      core_(metrics, limits) {
   const int threads = planning_threads > 0 ? planning_threads : UsableCpus();
   workers_.reserve(threads);
   for (int i = 0; i < threads; ++i)
@@ -151,7 +154,12 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
   Submit([this, method, context, reactor, start, work = std::move(work)] {
     if (metrics_ != nullptr)
       metrics_->CallDequeued(method, absl::Now() - start);
-    const auto deadline = context->deadline();
+    // The client's deadline, or the server's own bound if that comes first.
+    auto deadline = context->deadline();
+    if (max_call_duration_ > absl::ZeroDuration()) {
+      deadline =
+          std::min(deadline, absl::ToChronoTime(start + max_call_duration_));
+    }
     auto deadline_passed = [deadline] {
       return std::chrono::system_clock::now() > deadline;
     };

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "server/metrics.h"
 #include "server/service_core.h"
@@ -45,8 +46,12 @@ class PlannerServiceImpl final : public RawPlannerService {
   // `planning_threads` <= 0: one per CPU this process may use (UsableCpus(),
   // which heeds affinity and a container's CPU limit). `metrics` may be null;
   // otherwise it must outlive the service.
+  // `limits` bound each call's memory and work (service_core.h);
+  // `max_call_duration` (0: none) bounds its time whatever the client's
+  // deadline: past it the call gets DEADLINE_EXCEEDED.
   PlannerServiceImpl(int max_concurrent_calls, int planning_threads,
-                     ServerMetrics* metrics);
+                     ServerMetrics* metrics, CallLimits limits = CallLimits(),
+                     absl::Duration max_call_duration = absl::ZeroDuration());
   // Runs what is queued, then joins the planning threads. The gRPC server
   // must have been shut down first.
   ~PlannerServiceImpl() override;
@@ -88,6 +93,7 @@ class PlannerServiceImpl final : public RawPlannerService {
   void RunWorker();
 
   const int max_concurrent_calls_;
+  const absl::Duration max_call_duration_;
   ServerMetrics* metrics_;
   ServiceCore core_;
   std::atomic<int> inflight_{0};

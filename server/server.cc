@@ -63,6 +63,15 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
   if (options.max_message_bytes < 1024) {
     return absl::InvalidArgumentError("max_message_bytes must be >= 1024");
   }
+  if (options.call_limits.max_memory_bytes < 0 ||
+      options.call_limits.max_work < 0) {
+    return absl::InvalidArgumentError(
+        "max_call_memory_bytes and max_call_work must be >= 0 (0: no limit)");
+  }
+  if (options.max_call_duration < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "max_call_duration must be >= 0 (0: no limit)");
+  }
   auto credentials = Credentials(options);
   if (!credentials.ok()) return credentials.status();
 
@@ -77,8 +86,8 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
     s->metrics_port_ = s->metrics_endpoint_->port();
   }
   s->service_ = std::make_unique<PlannerServiceImpl>(
-      options.max_concurrent_calls, options.planning_threads,
-      s->metrics_.get());
+      options.max_concurrent_calls, options.planning_threads, s->metrics_.get(),
+      options.call_limits, options.max_call_duration);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

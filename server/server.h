@@ -36,8 +36,13 @@ struct ServerOptions {
   std::string metrics_address = "0.0.0.0:9464";
   // Largest request or response. The default carries traces far larger than a
   // GPT-2 XL trace with 50 times its layers (a few megabytes).
-  int max_message_bytes = 64 << 20;
+  int max_message_bytes = 32 << 20;
   int max_concurrent_calls = 8;
+  // Per-call bounds on the memory and the work a call may ask for, checked
+  // before it plans (service_core.h); 0: none.
+  CallLimits call_limits = {256 << 20, int64_t{1} << 34};
+  // Longest a call may run, whatever deadline its client set (0: none).
+  absl::Duration max_call_duration = absl::Minutes(10);
   // Calls planned at once; admitted calls beyond it wait, in arrival order.
   // 0: the CPUs this process may use (affinity, a container's CPU limit).
   int planning_threads = 0;

@@ -27,10 +27,18 @@ ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
           "gRPC listen address (port 0: pick one)");
 ABSL_FLAG(std::string, metrics, "0.0.0.0:9464",
           "Prometheus /metrics address (port 0: pick one; empty: none)");
-ABSL_FLAG(int, max_message_bytes, 64 << 20,
+ABSL_FLAG(int, max_message_bytes, 32 << 20,
           "largest request or response, bytes (the default fits traces far "
-          "beyond a 50x "
-          "GPT-2 XL trace)");
+          "beyond a 50x GPT-2 XL trace)");
+ABSL_FLAG(int64_t, max_call_memory_bytes, 256 << 20,
+          "memory one call may take while it plans, estimated from its trace "
+          "before planning (0: no limit); see docs/service.md, Limits");
+ABSL_FLAG(int64_t, max_call_work, int64_t{1} << 34,
+          "work one call may ask for, in trace elements x replays (budgets x "
+          "policies x evaluations; 0: no limit)");
+ABSL_FLAG(absl::Duration, max_call_duration, absl::Minutes(10),
+          "longest a call may run, whatever its client's deadline (0: no "
+          "limit)");
 ABSL_FLAG(int, max_concurrent_requests, 8,
           "calls handled at once; more get RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(int, planning_threads, 0,
@@ -83,6 +91,10 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.metrics_address = absl::GetFlag(FLAGS_metrics);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.call_limits.max_memory_bytes =
+      absl::GetFlag(FLAGS_max_call_memory_bytes);
+  options.call_limits.max_work = absl::GetFlag(FLAGS_max_call_work);
+  options.max_call_duration = absl::GetFlag(FLAGS_max_call_duration);
   options.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_requests);
   options.planning_threads = absl::GetFlag(FLAGS_planning_threads);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "planner/comparison.h"
 #include "planner/planner_proto.h"
@@ -70,7 +74,124 @@ v1::FrontierPoint PointOf(const PlanningResult& r, int64_t budget,
   return p;
 }
 
+// Bytes a call holds per operator, tensor and relation while one policy
+// plans: the decoded trace, the plan draft and its segment trees, the replays'
+// schedules and timelines, the lower bound's arrays and the response. Upper
+// bounds of peak-RSS measurements of the server on traces shaped for each
+// (docs/service.md, "Limits"; tests/server/e2e_test.py checks them).
+constexpr int64_t kMemoryPerOperator = 320;
+constexpr int64_t kMemoryPerTensor = 480;
+constexpr int64_t kMemoryPerRelation = 32;
+// A genetic search also holds its population (twice: parents and children)
+// and a schedule per thread.
+constexpr int64_t kSearchMemoryPerTensor = 640;
+constexpr int64_t kSearchMemoryPerElement = 64;
+
+int64_t Elements(const Trace& trace) {
+  return int64_t{trace.num_ops()} + trace.num_tensors() +
+         static_cast<int64_t>(trace.uses.items.size()) +
+         static_cast<int64_t>(trace.recompute_inputs.items.size());
+}
+
+// Replays a policy may make: the planners' passes count as one.
+int64_t Replays(Policy policy, const PolicyOptions& options) {
+  const int64_t slackswap = options.slackswap.max_repair_iterations + 2;
+  switch (policy) {
+    case Policy::kIdeal:
+      return 1;
+    case Policy::kSlackSwap:
+    case Policy::kSlackSwapProductionOrder:
+    case Policy::kSlackSwapNoLinkBudget:
+    case Policy::kSlackSwapBarriers:
+      return slackswap;
+    case Policy::kVdnn:
+    case Policy::kSuperNeurons:
+    case Policy::kCheckpointing:
+      return 2;
+    case Policy::kSwapAdvisor:
+      return options.swapadvisor.max_evaluations + 4;
+    case Policy::kGeneticSearch:
+      return options.genetic_search.max_evaluations + slackswap + 2;
+  }
+  return slackswap;
+}
+
+// Saturating a * b for non-negative values.
+int64_t Times(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  if (a > std::numeric_limits<int64_t>::max() / b)
+    return std::numeric_limits<int64_t>::max();
+  return a * b;
+}
+
+int64_t Plus(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b
+             ? std::numeric_limits<int64_t>::max()
+             : a + b;
+}
+
+std::string Mebibytes(int64_t bytes) {
+  return absl::StrFormat("%.0f MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
 }  // namespace
+
+CallCost EstimatePolicyCost(const Trace& trace, Policy policy,
+                            const PolicyOptions& options) {
+  const int64_t relations =
+      static_cast<int64_t>(trace.uses.items.size()) +
+      static_cast<int64_t>(trace.recompute_inputs.items.size());
+  CallCost cost;
+  cost.memory_bytes = kMemoryPerOperator * trace.num_ops() +
+                      kMemoryPerTensor * trace.num_tensors() +
+                      kMemoryPerRelation * relations;
+  if (policy == Policy::kGeneticSearch || policy == Policy::kSwapAdvisor) {
+    cost.memory_bytes += kSearchMemoryPerTensor * trace.num_tensors() +
+                         kSearchMemoryPerElement * Elements(trace);
+  }
+  cost.work = Times(Replays(policy, options), Elements(trace));
+  return cost;
+}
+
+absl::Status ServiceCore::CheckCost(const Trace& trace,
+                                    const std::vector<Policy>& policies,
+                                    int64_t runs_per_policy,
+                                    const PolicyOptions& options,
+                                    absl::string_view work_field) const {
+  int64_t memory = 0, work = 0, most_replays = 0;
+  for (Policy policy : policies) {
+    const CallCost cost = EstimatePolicyCost(trace, policy, options);
+    memory = std::max(memory, cost.memory_bytes);  // policies run one by one
+    work = Plus(work, Times(cost.work, runs_per_policy));
+    most_replays = std::max(most_replays, Replays(policy, options));
+  }
+  if (limits_.max_memory_bytes > 0 && memory > limits_.max_memory_bytes) {
+    return TooLargeField(
+        "trace",
+        absl::StrCat("planning this trace (", trace.num_ops(), " operators, ",
+                     trace.num_tensors(), " tensors, ", Elements(trace),
+                     " elements in all) needs about ", Mebibytes(memory),
+                     ", above this server's limit of ",
+                     Mebibytes(limits_.max_memory_bytes),
+                     " per call (--max_call_memory_bytes); split the trace or "
+                     "use a server with a larger limit"));
+  }
+  if (limits_.max_work > 0 && work > limits_.max_work) {
+    return TooLargeField(
+        work_field,
+        absl::StrCat(
+            "the call asks for ", runs_per_policy, " run(s) of ",
+            policies.size(), " policy(ies), up to ", most_replays,
+            " replays each, of a trace of ", Elements(trace),
+            " elements: about ",
+            absl::StrFormat("%.3g", static_cast<double>(work)),
+            " element-replays, above this server's limit of ",
+            absl::StrFormat("%.3g", static_cast<double>(limits_.max_work)),
+            " per call (--max_call_work); ask for fewer budgets, policies or "
+            "evaluations, or split the request"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
     Policy policy, const Trace& trace, const Hardware& hardware, int64_t budget,
@@ -107,6 +228,8 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
     SLACKSWAP_ASSIGN_OR_RETURN(policy,
                                PolicyFromProto(request.policy(), "policy"));
   }
+  SLACKSWAP_RETURN_IF_ERROR(
+      CheckCost(in.trace(), {policy}, 1, options, "trace"));
   if (should_stop && should_stop()) return Stopped();
   const absl::Time start = absl::Now();
   SLACKSWAP_ASSIGN_OR_RETURN(
@@ -128,6 +251,8 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
                              ResolveBudget(in.trace(), request.budget()));
   SLACKSWAP_ASSIGN_OR_RETURN(slackswap::Plan plan,
                              PlanFromProto(in.trace(), request.plan()));
+  SLACKSWAP_RETURN_IF_ERROR(
+      CheckCost(in.trace(), {Policy::kIdeal}, 1, PolicyOptions(), "trace"));
   SimulationOptions options;
   options.budget_bytes = budget;
   options.per_layer_barriers = request.per_layer_barriers();
@@ -187,6 +312,9 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
     options.genetic_search.max_evaluations =
         request.genetic_search_evaluations();
   }
+  SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), policies,
+                                      static_cast<int64_t>(budgets.size()),
+                                      options, "budgets"));
   SLACKSWAP_ASSIGN_OR_RETURN(
       v1::Comparison comparison,
       slackswap::Compare(in.trace(), in.hardware, budgets, policies, options,
@@ -230,6 +358,12 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   std::sort(fractions.begin(), fractions.end());
   fractions.erase(std::unique(fractions.begin(), fractions.end()),
                   fractions.end());
+  // The curve's points, then (with a target) the peak and a bisection to
+  // 1/1000 of the peak: at most 11 more plans.
+  const int64_t runs =
+      static_cast<int64_t>(fractions.size()) + (target > 0 ? 12 : 0);
+  SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), {Policy::kSlackSwap}, runs,
+                                      options, "budget_fractions"));
 
   const int64_t peak = AllKeepPeakBytes(in.trace());
   v1::FrontierResponse response;

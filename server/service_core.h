@@ -16,9 +16,11 @@
 #ifndef SLACKSWAP_SERVER_SERVICE_CORE_H_
 #define SLACKSWAP_SERVER_SERVICE_CORE_H_
 
+#include <cstdint>
 #include <functional>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "planner/policies.h"
 #include "simulator/trace.h"
@@ -34,13 +36,39 @@ class PlanObserver {
                        absl::Duration took) = 0;
 };
 
-using StopFunction = std::function<bool()>;
+// What one call may cost, checked before any planning starts; 0 turns a
+// limit off. Both are estimates from the trace's size and the request
+// (docs/service.md, "Limits"), made so that a call within them stays within
+// them.
+struct CallLimits {
+  // Memory a call may take while it plans: the request's trace and its
+  // decoded form, the planners' working sets and the response. Over it:
+  // RESOURCE_EXHAUSTED naming "trace".
+  int64_t max_memory_bytes = 0;
+  // Work a call may ask for, in replays of the trace times its elements
+  // (operators + tensors + uses + recompute inputs): budgets x policies x the
+  // replays each policy may make. Over it: RESOURCE_EXHAUSTED naming the
+  // field that multiplies it.
+  int64_t max_work = 0;
+};
+
+// The estimates behind CallLimits, for one policy planning `trace` (a plan, a
+// comparison entry or a frontier point): the memory from the decoded trace to
+// the serialized response, and the work in element-replays. The request's
+// bytes are not counted (max_message_bytes bounds them).
+struct CallCost {
+  int64_t memory_bytes = 0;
+  int64_t work = 0;
+};
+CallCost EstimatePolicyCost(const Trace& trace, Policy policy,
+                            const PolicyOptions& options);
 
 class ServiceCore {
  public:
   // `observer` may be null; otherwise it must outlive the core.
-  explicit ServiceCore(PlanObserver* observer = nullptr)
-      : observer_(observer) {}
+  explicit ServiceCore(PlanObserver* observer = nullptr,
+                       CallLimits limits = CallLimits())
+      : observer_(observer), limits_(limits) {}
 
   // `decoded_trace`, when not null, is the request's trace already converted
   // (the server decodes it from the request bytes: TraceFromWire), and
@@ -61,11 +89,18 @@ class ServiceCore {
       const v1::GenerateTraceRequest& request) const;
 
  private:
+  // RESOURCE_EXHAUSTED when `runs_per_policy` runs of each policy would pass
+  // a limit: memory names "trace", work names `work_field`.
+  absl::Status CheckCost(const Trace& trace,
+                         const std::vector<Policy>& policies,
+                         int64_t runs_per_policy, const PolicyOptions& options,
+                         absl::string_view work_field) const;
   absl::StatusOr<PlanningResult> RunObserved(
       Policy policy, const Trace& trace, const Hardware& hardware,
       int64_t budget, const PolicyOptions& options) const;
 
   PlanObserver* observer_;
+  const CallLimits limits_;
 };
 
 }  // namespace slackswap

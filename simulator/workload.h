@@ -65,7 +65,7 @@ absl::StatusOr<WorkloadSpec> WorkloadPreset(absl::string_view name);
 
 // Largest trace the generator builds (serialized), so that a generated trace
 // fits a response with room to spare and building it takes bounded memory.
-inline constexpr int kMaxGeneratedTraceBytes = 32 << 20;
+inline constexpr int kMaxGeneratedTraceBytes = 24 << 20;
 
 // Builds the trace. INVALID_ARGUMENT (field path "workload.<field>") for
 // parameters out of range, or whose sizes and times would overflow;

@@ -343,6 +343,44 @@ TEST_F(ServiceTest, DeadlinesStopLongWork) {
   EXPECT_EQ(server_->inflight(), 0);
 }
 
+// A client that sets no deadline still gets one: the server's own bound.
+TEST(CallLimitsTest, TheServerBoundsACallWithoutADeadline) {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.metrics_address = "";
+  options.planning_threads = 1;
+  options.max_call_duration = absl::Milliseconds(300);
+  auto server = PlanningServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::PlannerService::NewStub((*server)->InProcessChannel());
+  const v1::PlanRequest base = SmallPlanRequest(*stub, 0.5);
+  v1::CompareRequest compare;
+  *compare.mutable_trace() = base.trace();
+  *compare.mutable_hardware() = base.hardware();
+  for (int i = 0; i < 8; ++i)
+    compare.add_budgets()->set_fraction_of_peak(0.3 + 0.05 * i);
+  compare.add_policies(v1::POLICY_GENETIC_SEARCH);
+  compare.set_genetic_search_evaluations(100000);  // minutes of work
+  grpc::ClientContext context;                     // no deadline
+  v1::CompareResponse response;
+  const grpc::Status status = stub->Compare(&context, compare, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << status.error_message();
+}
+
+TEST(CallLimitsTest, StartRejectsNegativeLimits) {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.metrics_address = "";
+  options.call_limits.max_work = -1;
+  EXPECT_EQ(PlanningServer::Start(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.call_limits.max_work = 0;
+  options.max_call_duration = -absl::Seconds(1);
+  EXPECT_EQ(PlanningServer::Start(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(ServiceTest, CallsOverTheConcurrencyLimitAreRefusedAtOnce) {
   const v1::PlanRequest base = PlanRequest(0.5);
   v1::CompareRequest heavy;

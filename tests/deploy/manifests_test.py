@@ -95,6 +95,22 @@ class ManifestsTest(unittest.TestCase):
         ports = {p["name"]: p["containerPort"] for p in c["ports"]}
         self.assertEqual(ports, {"grpc": 50051, "metrics": 9464})
 
+    def test_memory_limit_holds_the_servers_per_call_bounds(self):
+        """docs/service.md, Limits: requests waiting in the queue, then per
+        planning thread (one per CPU) a call's planning memory and its request
+        flattened, then the process itself, fit the container's limit."""
+        (c,) = self.objects[("Deployment", "slackswap")]["spec"]["template"]["spec"]["containers"]
+        flags = dict(a[2:].split("=", 1) for a in c["args"] if "=" in a)
+        self.assertNotIn("planning_threads", flags, "threads follow the CPU limit")
+        units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+        limit = c["resources"]["limits"]["memory"]
+        limit_bytes = int(limit[:-2]) * units[limit[-2:]]
+        threads = int(c["resources"]["limits"]["cpu"])
+        message = int(flags["max_message_bytes"])
+        needed = (int(flags["max_concurrent_requests"]) * message +
+                  threads * (int(flags["max_call_memory_bytes"]) + 2 * message) + (64 << 20))
+        self.assertLessEqual(needed, limit_bytes, f"{needed >> 20} MiB > {limit}")
+
     def test_services_autoscaling_and_budget(self):
         grpc = self.objects[("Service", "slackswap")]
         self.assertEqual(grpc["spec"]["clusterIP"], "None")

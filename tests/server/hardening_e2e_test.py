@@ -145,6 +145,9 @@ class HardeningTest(unittest.TestCase):
                         used = peak_rss_bytes(server.proc.pid) - before
                 finally:
                     server.stop()
+                print(f"\n  {shape} {kind}: {n} forward ops, estimated "
+                      f"{estimate * n / probe_n:.1f} MiB, peak {used / (1 << 20):.1f} MiB",
+                      file=sys.stderr)
                 self.assertLessEqual(used, limit, f"n={n}: {used >> 20} MiB")
                 self.assertGreater(used, limit // 8, "the trace should use a real share")
 

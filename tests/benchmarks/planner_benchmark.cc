@@ -12,6 +12,7 @@
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
 #include "simulator/workload.h"
+#include "tests/planner/shaped_traces.h"
 
 namespace slackswap {
 namespace {
@@ -80,6 +81,58 @@ BENCHMARK(BM_PlanScaling)
     ->Arg(10)
     ->Arg(20)
     ->Arg(50)
+    ->Unit(benchmark::kMillisecond);
+
+// Traces shaped against the recompute pass (tests/planner/shaped_traces.h)
+// with range(0) tensors, at 10% of peak on a link too slow to swap: planning
+// must stay near n log n whatever the shape (one request with a long chain
+// took 29 s at 20,000 tensors).
+void PlanShape(benchmark::State& state, const std::string& shape) {
+  static auto* cache =
+      new std::map<std::pair<std::string, int64_t>, Workload>();
+  auto it = cache->find({shape, state.range(0)});
+  if (it == cache->end()) {
+    Workload w;
+    w.hardware = testing::SlowLink();
+    w.trace = *TraceFromProto(
+        testing::ShapedTrace(shape, static_cast<int>(state.range(0))));
+    w.peak_bytes = AllKeepPeakBytes(w.trace);
+    it = cache->emplace(std::make_pair(shape, state.range(0)), std::move(w))
+             .first;
+  }
+  const Workload& w = it->second;
+  for (auto _ : state) {
+    absl::StatusOr<PlanningResult> r =
+        PlanSlackSwap(w.trace, w.hardware, w.peak_bytes / 10, PlannerOptions());
+    if (!r.ok()) state.SkipWithError("planning failed");
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["ops"] = w.trace.num_ops();
+  state.counters["tensors"] = w.trace.num_tensors();
+}
+void BM_PlanChain(benchmark::State& s) { PlanShape(s, "chain"); }
+void BM_PlanChainBlocks(benchmark::State& s) { PlanShape(s, "chain-blocks"); }
+void BM_PlanStar(benchmark::State& s) { PlanShape(s, "star"); }
+void BM_PlanDag(benchmark::State& s) { PlanShape(s, "dag"); }
+BENCHMARK(BM_PlanChain)
+    ->Arg(2000)
+    ->Arg(8000)
+    ->Arg(32000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanChainBlocks)
+    ->Arg(2000)
+    ->Arg(8000)
+    ->Arg(32000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanStar)
+    ->Arg(2000)
+    ->Arg(8000)
+    ->Arg(32000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanDag)
+    ->Arg(2000)
+    ->Arg(8000)
+    ->Arg(32000)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

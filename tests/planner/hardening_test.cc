@@ -13,59 +13,19 @@
 #include "planner/swapadvisor.h"
 #include "planner/vdnn.h"
 #include "simulator/event_model.h"
-#include "tests/simulator/test_traces.h"
+#include "simulator/proto_convert.h"
+#include "tests/planner/shaped_traces.h"
 
 namespace slackswap {
 namespace {
 
-using ::slackswap::testing::TinyTrace;
-
-// n forward ops each producing one 1 MB tensor, read by the next forward op
-// and by the mirrored backward op. Recompute inputs and blocks by `shape`:
-//   chain:        t[i] is rebuilt from t[i-1], all in one block;
-//   chain-blocks: the same with a block per op;
-//   star:         every t[i] is rebuilt from t[0];
-//   dag:          from up to three of the 50 tensors before it.
-// Rebuild costs rise along the trace, so the recompute pass marks tensors
-// from the start of a chain: each mark lands above everything marked so far.
 Trace Shaped(const std::string& shape, int n) {
-  TinyTrace t;
-  const bool blocks = shape == "chain-blocks";
-  for (int i = 0; i < n; ++i) t.Fwd(1000, blocks ? i : 0);
-  for (int i = 0; i < n; ++i) t.Bwd(2000, blocks ? n - 1 - i : 0);
-  uint32_t random = 12345;
-  for (int i = 0; i < n; ++i) {
-    v1::Tensor* tensor = t.proto.add_tensors();
-    tensor->set_size_bytes(1'000'000);
-    tensor->set_producer_op(i);
-    tensor->add_use_ops(i + 1 < n ? i + 1 : n);
-    tensor->add_use_ops(2 * n - 1 - i);
-    tensor->set_recompute_duration_ns(1000 + i);
-    if (i == 0) continue;
-    if (shape == "chain" || shape == "chain-blocks") {
-      tensor->add_recompute_inputs(i - 1);
-    } else if (shape == "star") {
-      tensor->add_recompute_inputs(0);
-    } else {
-      for (int k = 0; k < 3; ++k) {
-        random = random * 1103515245u + 12345u;
-        const int lo = std::max(0, i - 50);
-        tensor->add_recompute_inputs(
-            lo + static_cast<int>((random >> 8) % (i - lo)));
-      }
-    }
-  }
-  return t.Build();
+  absl::StatusOr<Trace> trace = TraceFromProto(testing::ShapedTrace(shape, n));
+  EXPECT_TRUE(trace.ok()) << trace.status();
+  return trace.ok() ? *std::move(trace) : Trace();
 }
 
-// A link a million times slower than PCIe: nothing can be swapped in time, so
-// the recompute pass does all the work.
-Hardware SlowLink() {
-  Hardware h = ::slackswap::testing::ByteNanosecondLink();
-  h.d2h_bytes_per_second = 1'000'000;
-  h.h2d_bytes_per_second = 1'000'000;
-  return h;
-}
+using testing::SlowLink;
 
 int64_t DraftWork(const Trace& trace) {
   const int64_t budget = AllKeepPeakBytes(trace) / 10;
@@ -119,7 +79,7 @@ TEST(PlannerScalingTest, RecomputedChainsStayShortAndPlansStayValid) {
 
 // A stop function that says stop from its `after`-th call on, and counts.
 struct CountingStop {
-  explicit CountingStop(int after) : after(after) {}
+  explicit CountingStop(int stop_at) : after(stop_at) {}
   StopFunction Function() {
     return [this] { return ++calls >= after; };
   }

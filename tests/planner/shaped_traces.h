@@ -1,0 +1,76 @@
+// Traces shaped to stress the planners' data structures, shared by the tests
+// (tests/planner/hardening_test.cc) and the benchmarks
+// (tests/benchmarks/planner_benchmark.cc).
+#ifndef SLACKSWAP_TESTS_PLANNER_SHAPED_TRACES_H_
+#define SLACKSWAP_TESTS_PLANNER_SHAPED_TRACES_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "simulator/hardware.h"
+#include "slackswap/v1/trace.pb.h"
+
+namespace slackswap::testing {
+
+// n forward ops each producing one 1 MB tensor, read by the next forward op
+// and by the mirrored backward op. Recompute inputs and blocks by `shape`:
+//   chain:        t[i] is rebuilt from t[i-1], all in one block;
+//   chain-blocks: the same with a block per op;
+//   star:         every t[i] is rebuilt from t[0];
+//   dag:          from up to three of the 50 tensors before it.
+// Rebuild costs rise along the trace, so a recompute pass marks tensors from
+// the start of a chain: each mark lands above everything marked so far.
+inline v1::Trace ShapedTrace(const std::string& shape, int n) {
+  v1::Trace t;
+  t.set_name(shape);
+  const bool blocks = shape == "chain-blocks";
+  for (int i = 0; i < 2 * n; ++i) {
+    v1::Operator* op = t.add_operators();
+    const bool forward = i < n;
+    op->set_phase(forward ? v1::PHASE_FORWARD : v1::PHASE_BACKWARD);
+    op->set_kind(v1::OP_KIND_ELEMENTWISE);
+    op->set_duration_ns(forward ? 1000 : 2000);
+    op->set_block_index(blocks ? (forward ? i : 2 * n - 1 - i) : 0);
+  }
+  uint32_t random = 12345;
+  for (int i = 0; i < n; ++i) {
+    v1::Tensor* tensor = t.add_tensors();
+    tensor->set_size_bytes(1'000'000);
+    tensor->set_producer_op(i);
+    tensor->add_use_ops(i + 1 < n ? i + 1 : n);
+    tensor->add_use_ops(2 * n - 1 - i);
+    tensor->set_recompute_duration_ns(1000 + i);
+    if (i == 0) continue;
+    if (shape == "chain" || shape == "chain-blocks") {
+      tensor->add_recompute_inputs(i - 1);
+    } else if (shape == "star") {
+      tensor->add_recompute_inputs(0);
+    } else {
+      for (int k = 0; k < 3; ++k) {
+        random = random * 1103515245u + 12345u;
+        const int lo = std::max(0, i - 50);
+        tensor->add_recompute_inputs(
+            lo +
+            static_cast<int>((random >> 8) % static_cast<uint32_t>(i - lo)));
+      }
+    }
+  }
+  return t;
+}
+
+// A link a million times slower than PCIe: nothing can be swapped in time, so
+// the recompute pass does all the work.
+inline Hardware SlowLink() {
+  Hardware h;
+  h.name = "slow-link";
+  h.d2h_bytes_per_second = 1'000'000;
+  h.h2d_bytes_per_second = 1'000'000;
+  h.matmul_flops_per_second = 1'000'000'000'000;
+  h.hbm_bytes_per_second = 1'000'000'000'000;
+  return h;
+}
+
+}  // namespace slackswap::testing
+
+#endif  // SLACKSWAP_TESTS_PLANNER_SHAPED_TRACES_H_

@@ -157,6 +157,11 @@ Usage:
                  [--barriers] [--planner POLICY] [--json] [--plan_out FILE]
       Plan (with SlackSwap unless --planner names another policy): decisions,
       predicted metrics, lower bound, planning time.
+  slackswap optimum [--trace FILE | --preset P ...] [--hardware H] [--budget B]
+                    [--json] [--plan_out FILE]
+      The exact optimum over every decision and issue point (branch and bound;
+      traces of at most 16 tensors), printed as plan prints it; an infeasible
+      answer is a proof that no plan fits.
   slackswap compare [--trace FILE | --preset P ...] [--hardware H] [--budgets B,B,...]
                     [--policies P,P,...] [--genetic_evaluations N] [--json]
       Every policy at every budget, one table.
@@ -925,6 +930,10 @@ int main(int argc, char** argv) {
   if (command == "generate") run = slackswap::Generate;
   if (command == "simulate") run = slackswap::SimulateCommand;
   if (command == "plan") run = slackswap::PlanCommand;
+  if (command == "optimum") {
+    absl::SetFlag(&FLAGS_planner, std::string("optimum"));
+    run = slackswap::PlanCommand;
+  }
   if (command == "compare") run = slackswap::CompareCommand;
   if (command == "frontier") run = slackswap::FrontierCommand;
   if (command == "bench-server") run = slackswap::BenchServer;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "planner/segment_tree.h"
+#include "simulator/event_model.h"
 
 namespace slackswap {
 namespace {
@@ -39,16 +40,45 @@ double RecomputeCostPerByte(const Tensor& tensor) {
 
 std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
                                  const IdealTimeline& timeline,
-                                 int64_t bytes_wanted,
+                                 int64_t budget_bytes,
                                  const PlannerOptions& options) {
   std::vector<int32_t> admitted;
-  if (!options.link_budget_pass || bytes_wanted <= 0) return admitted;
+  if (!options.link_budget_pass) return admitted;
+
+  // Where a swap helps: the all-keep run's highest point between a tensor's
+  // last forward use and its first backward use (the leftmost, if several).
+  // Its offload must end by that op's start (its deadline), and it helps
+  // only if that point passes the budget. For a transformer the point is the
+  // end of the forward pass; a trace whose peak comes earlier (or late in a
+  // long backward pass) gets earlier (or later) deadlines.
+  const int32_t num_ops = trace.num_ops();
+  MaxSegmentTree all_keep(num_ops, 0);
+  {
+    std::vector<int64_t> diff(num_ops + 1, 0);
+    for (const Tensor& t : trace.tensors) {
+      diff[t.producer_op] += t.size_bytes;
+      diff[t.last_backward_use + 1] -= t.size_bytes;
+    }
+    int64_t running = 0;
+    for (int32_t o = 0; o < num_ops; ++o) {
+      running += diff[o];
+      all_keep.Add(o, o + 1, running + trace.ops[o].workspace_bytes);
+    }
+  }
 
   std::vector<int32_t> candidates;
+  std::vector<int64_t> deadline(trace.tensors.size(), 0);
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (!trace.tensors[t].swap_forbidden && trace.tensors[t].size_bytes > 0) {
-      candidates.push_back(t);
-    }
+    const Tensor& tensor = trace.tensors[t];
+    if (tensor.swap_forbidden || tensor.size_bytes <= 0) continue;
+    const auto [highest, at_op] =
+        all_keep.Max(tensor.last_forward_use + 1, tensor.first_backward_use);
+    if (at_op < 0 || highest <= budget_bytes) continue;  // never helps
+    // The guard absorbs what the ideal timeline ignores.
+    const int64_t at = timeline.op_start_ns[at_op];
+    deadline[t] = at - static_cast<int64_t>(options.guard_fraction *
+                                            static_cast<double>(at));
+    candidates.push_back(t);
   }
   const int n = static_cast<int>(candidates.size());
   // Positions in the D2H queue (production order) and the H2D queue
@@ -85,16 +115,23 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
   }
 
   const int64_t forward_ns = timeline.forward_end_ns;
-  const int64_t d2h_deadline =
-      forward_ns - static_cast<int64_t>(options.guard_fraction *
-                                        static_cast<double>(forward_ns));
-  // Slack trees hold -slack so that the max is the tightest slack.
-  MaxSegmentTree d2h_tight(n, kAbsent), h2d_tight(n, kAbsent);
-  Fenwick d2h_after(n), h2d_before(n);
+  // D2H: a FIFO queue in production order. With P(m) the admitted durations
+  // up to position m, offload m ends at max over k <= m of p_k + P(m) -
+  // P(k - 1), which must not pass its deadline D_m: for every admitted
+  // k <= m, A_k + B_m <= 0 with A_k = p_k - P(k - 1) and B_m = P(m) - D_m.
+  // Admitting position i (duration d) lowers A by d after i and raises B by
+  // d from i on, so pairs on one side of i keep their sums: the new pairs to
+  // check are max over k <= i of A plus max over m >= i of B.
+  MaxSegmentTree a_tree(n, kAbsent), b_tree(n, kAbsent);
+  Fenwick d2h_sum(n), h2d_before(n);
+  MaxSegmentTree h2d_tight(n, kAbsent);
   int64_t swapped = 0;
+  const int64_t bytes_wanted =
+      std::max<int64_t>(0, AllKeepPeakBytes(trace) - budget_bytes);
   const int64_t cap = hardware.host_pinned_memory_bytes > 0
                           ? hardware.host_pinned_memory_bytes
                           : std::numeric_limits<int64_t>::max();
+  auto present = [](int64_t v) { return v > kAbsent / 2; };
 
   for (int32_t t : order) {
     if (swapped >= bytes_wanted) break;
@@ -106,29 +143,38 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
     const int64_t h2d_ns =
         TransferNs(tensor.size_bytes, hardware.h2d_bytes_per_second,
                    hardware.transfer_latency_ns);
-    // D2H: earlier offloads (positions < i) each finish d2h_ns later.
     const int i = d2h_pos[t];
-    const int64_t release = timeline.End(tensor.producer_op);
-    const int64_t own_slack = d2h_deadline - release - d2h_ns -
-                              (d2h_after.Prefix(n) - d2h_after.Prefix(i + 1));
-    if (own_slack < 0) continue;
-    const auto [earlier_tight, earlier_pos] = d2h_tight.Max(0, i);
-    if (earlier_pos >= 0 && earlier_tight > kAbsent / 2 &&
-        -earlier_tight < d2h_ns)
-      continue;
+    const int64_t before = d2h_sum.Prefix(i);
+    const int64_t a_i = timeline.End(tensor.producer_op) - before;
+    const int64_t b_i = before + d2h_ns - deadline[t];
+    int64_t a_max = a_i;
+    if (i > 0) {
+      const auto [a, pos] = a_tree.Max(0, i);
+      if (pos >= 0 && present(a)) a_max = std::max(a_max, a);
+    }
+    int64_t b_max = b_i;
+    if (i + 1 < n) {
+      const auto [b, pos] = b_tree.Max(i + 1, n);
+      if (pos >= 0 && present(b)) b_max = std::max(b_max, b + d2h_ns);
+    }
+    if (a_max + b_max > 0) continue;
     // H2D: later prefetches (positions > j) each finish h2d_ns later.
     const int j = h2d_pos[t];
-    const int64_t deadline = timeline.op_start_ns[tensor.first_backward_use];
+    const int64_t h2d_deadline =
+        timeline.op_start_ns[tensor.first_backward_use];
+    const int64_t release = std::max(forward_ns, deadline[t]);
     const int64_t own_h2d_slack =
-        deadline - forward_ns - h2d_ns - h2d_before.Prefix(j);
+        h2d_deadline - release - h2d_ns - h2d_before.Prefix(j);
     if (own_h2d_slack < 0) continue;
     const auto [later_tight, later_pos] = h2d_tight.Max(j + 1, n);
-    if (later_pos >= 0 && later_tight > kAbsent / 2 && -later_tight < h2d_ns)
+    if (later_pos >= 0 && present(later_tight) && -later_tight < h2d_ns)
       continue;
 
-    d2h_tight.Add(0, i, d2h_ns);  // earlier slacks shrink: -slack grows
-    d2h_tight.Add(i, i + 1, -own_slack - d2h_tight.Get(i));
-    d2h_after.Add(i, d2h_ns);
+    a_tree.Add(i + 1, n, -d2h_ns);
+    a_tree.Add(i, i + 1, a_i - a_tree.Get(i));
+    b_tree.Add(i + 1, n, d2h_ns);
+    b_tree.Add(i, i + 1, b_i - b_tree.Get(i));
+    d2h_sum.Add(i, d2h_ns);
     h2d_tight.Add(j + 1, n, h2d_ns);
     h2d_tight.Add(j, j + 1, -own_h2d_slack - h2d_tight.Get(j));
     h2d_before.Add(j, h2d_ns);

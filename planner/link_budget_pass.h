@@ -33,7 +33,7 @@ namespace slackswap {
 // The tensors to swap, in admission order.
 std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
                                  const IdealTimeline& timeline,
-                                 int64_t bytes_wanted,
+                                 int64_t budget_bytes,
                                  const PlannerOptions& options);
 
 // Recompute cost per byte used for ranking; +infinity for tensors that

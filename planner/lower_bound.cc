@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
 
 namespace slackswap {
@@ -27,12 +28,15 @@ std::vector<int64_t> Accumulate(std::vector<int64_t> diff) {
 }
 
 // The fractional knapsack K(x): the least recompute time that drops x bytes,
-// cheapest per byte first; infinity beyond the recomputable bytes. Convex and
-// piecewise linear.
+// cheapest per byte first. Convex and piecewise linear. Past the
+// recomputable bytes it is infinite; the callers only ask there when the
+// link can take the rest, so a few bytes of rounding past the end are
+// forgiven rather than turned into infinity.
 class Knapsack {
  public:
   // `items`: (cost per byte, bytes), sorted by cost per byte.
-  explicit Knapsack(const std::vector<std::pair<double, double>>& items)
+  explicit Knapsack(
+      const std::vector<std::pair<long double, long double>>& items)
       : items_(items) {
     bytes_.push_back(0);
     cost_.push_back(0);
@@ -41,40 +45,55 @@ class Knapsack {
       cost_.push_back(cost_.back() + cost_per_byte * size);
     }
   }
-  double Cost(double x) const {
-    if (x <= 0) return 0.0;
-    if (x > bytes_.back() * (1 + 1e-12))
-      return std::numeric_limits<double>::infinity();
+  long double Cost(long double x) const {
+    if (x <= 0) return 0;
+    const long double total = bytes_.back();
+    if (x > total) {
+      if (x - total > 1 + total * 1e-12L)
+        return std::numeric_limits<long double>::infinity();
+      return cost_.back();
+    }
     const size_t j =
         std::upper_bound(bytes_.begin(), bytes_.end(), x) - bytes_.begin();
     if (j >= bytes_.size()) return cost_.back();
     return cost_[j - 1] + items_[j - 1].first * (x - bytes_[j - 1]);
   }
-  // Byte counts where the slope changes.
-  const std::vector<double>& breakpoints() const { return bytes_; }
+  long double total_bytes() const { return bytes_.back(); }
+  // Byte counts where the slope changes, and the cost there.
+  const std::vector<long double>& breakpoints() const { return bytes_; }
+  const std::vector<long double>& breakpoint_costs() const { return cost_; }
 
  private:
-  const std::vector<std::pair<double, double>>& items_;
-  std::vector<double> bytes_, cost_;
+  const std::vector<std::pair<long double, long double>>& items_;
+  std::vector<long double> bytes_, cost_;
 };
 
 // Forward op: no rebuild runs before it, so it starts at t0 + s, where s is
 // the stall before it. Minimum over s >= 0 of
 //   s + K(max(0, excess - min(w * (t0 + s), swappable))).
 // Convex and piecewise linear in s: the minimum is at s = 0 or where the
-// argument of K crosses a breakpoint or the swap cap is reached.
-double ForwardExtra(double excess, double w, double t0, double swappable,
-                    const Knapsack& k) {
-  auto f = [&](double s) {
+// argument of K reaches a breakpoint or the swap cap is reached. At a
+// breakpoint the cost is the breakpoint's own (no rounding of the argument).
+long double ForwardExtra(long double excess, long double w, long double t0,
+                         long double swappable, const Knapsack& k) {
+  auto f = [&](long double s) {
     return s + k.Cost(excess - std::min(w * (t0 + s), swappable));
   };
-  double best = f(0);
-  auto consider = [&](double s) {
-    if (s > 0 && std::isfinite(s)) best = std::min(best, f(s));
+  long double best = f(0);
+  if (w <= 0) return best;
+  auto consider = [&](long double s, long double value) {
+    if (s > 0 && std::isfinite(s)) best = std::min(best, value);
   };
-  if (w > 0) {
-    consider(swappable / w - t0);
-    for (double b : k.breakpoints()) consider((excess - b) / w - t0);
+  const long double cap = swappable / w - t0;
+  consider(cap, cap + k.Cost(excess - swappable));
+  const auto& bytes = k.breakpoints();
+  const auto& costs = k.breakpoint_costs();
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    // The link takes excess - bytes[i]; the knapsack drops bytes[i].
+    const long double linked = excess - bytes[i];
+    if (linked < 0 || linked > swappable) continue;
+    const long double s = linked / w - t0;
+    consider(s, s + costs[i]);
   }
   return best;
 }
@@ -82,17 +101,23 @@ double ForwardExtra(double excess, double w, double t0, double swappable,
 // Backward op: rebuilds before it also give the link time, so with y the
 // stall plus all recompute time, the op starts by t0 + y and the iteration
 // takes at least ideal + y, where y >= K(max(0, excess - min(w (t0 + y),
-// swappable))). The right side falls as y grows: bisect for the least y.
-double BackwardExtra(double excess, double w, double t0, double swappable,
-                     const Knapsack& k) {
-  auto g = [&](double y) {
+// swappable))). The right side falls as y grows and is finite once the link
+// could have moved every swappable byte (the caller checked that the
+// removable bytes cover the excess): bisect for the least y.
+long double BackwardExtra(long double excess, long double w, long double t0,
+                          long double swappable, const Knapsack& k) {
+  auto g = [&](long double y) {
     return k.Cost(excess - std::min(w * (t0 + y), swappable));
   };
-  double lo = 0, hi = g(0);
+  if (g(0) <= 0) return 0;
+  // An upper end where g is finite and at most y.
+  long double hi = k.Cost(excess - swappable);
+  if (w > 0) hi += std::max<long double>(0, swappable / w - t0);
   if (!std::isfinite(hi)) return hi;
-  if (hi <= 0) return 0;
-  for (int i = 0; i < 100 && hi - lo > 0.5; ++i) {
-    const double mid = (lo + hi) / 2;
+  hi = std::max<long double>(hi, 1);
+  long double lo = 0;
+  for (int i = 0; i < 200 && hi - lo > 0.25L; ++i) {
+    const long double mid = (lo + hi) / 2;
     if (mid >= g(mid)) {
       hi = mid;
     } else {
@@ -110,42 +135,40 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
   bound.iteration_ns = trace.ideal_ns;
   const int32_t num_ops = trace.num_ops();
 
-  // Bytes that must be resident at each op's start in every plan: its
-  // allocation, the tensors it reads, and (in forward) every earlier tensor a
-  // forward op at or after it still reads, plus tensors that can be neither
-  // swapped nor recomputed while they live.
-  std::vector<int64_t> required_diff(num_ops + 1, 0), live_diff(num_ops + 1, 0);
+  // At each op's start, in the all-keep run: `live` bytes (the op's
+  // allocation and every tensor produced and not yet released), of which
+  // `removable` could be gone in some plan (swappable or recomputable, no
+  // forward op at or after it reads it, and no backward op up to it has
+  // needed it yet: from then on a tensor stays resident until its last
+  // reader). The rest must be resident in every plan. Integers: the
+  // infeasibility verdict is exact.
+  std::vector<int64_t> live_diff(num_ops + 1, 0),
+      removable_diff(num_ops + 1, 0);
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
     const Tensor& tensor = trace.tensors[t];
     AddRange(live_diff, tensor.producer_op, tensor.last_backward_use,
              tensor.size_bytes);
-    if (tensor.swap_forbidden && tensor.recompute_forbidden) {
-      AddRange(required_diff, tensor.producer_op + 1, tensor.last_backward_use,
-               tensor.size_bytes);
-    } else {
-      AddRange(required_diff, tensor.producer_op + 1, tensor.last_forward_use,
-               tensor.size_bytes);
+    if (!(tensor.swap_forbidden && tensor.recompute_forbidden)) {
+      AddRange(removable_diff, tensor.last_forward_use + 1,
+               tensor.first_backward_use - 1, tensor.size_bytes);
     }
   }
   const std::vector<int64_t> live = Accumulate(live_diff);
-  std::vector<int64_t> required = Accumulate(required_diff);
+  const std::vector<int64_t> removable = Accumulate(removable_diff);
+  std::vector<int64_t> excess(num_ops);
   for (int32_t o = 0; o < num_ops; ++o) {
-    required[o] += trace.op_allocation_bytes[o];
-    if (o >= trace.num_forward_ops) {
-      for (int32_t t : trace.reads.Row(o)) {
-        const Tensor& tensor = trace.tensors[t];
-        if (!(tensor.swap_forbidden && tensor.recompute_forbidden))
-          required[o] += tensor.size_bytes;
-      }
-    }
-    if (required[o] > budget_bytes) {
+    excess[o] = live[o] + trace.ops[o].workspace_bytes - budget_bytes;
+    if (excess[o] > removable[o]) {
       bound.feasible = false;
       bound.binding_op = o;
       bound.reason = absl::StrCat(
-          "op ", o, " needs ", required[o],
-          " bytes resident at once (its inputs, outputs and workspace, and ",
-          "tensors that can be neither swapped nor recomputed), above the ",
-          "budget of ", budget_bytes);
+          "op ", o, " needs ",
+          live[o] + trace.ops[o].workspace_bytes - removable[o],
+          " bytes resident at its start in every plan (its allocation and ",
+          "workspace, the tensors forward ops from it on still read, the ",
+          "tensors backward ops up to it have needed and later ones still ",
+          "read, and tensors that can be neither swapped nor recomputed), ",
+          "above the budget of ", budget_bytes);
       return bound;
     }
   }
@@ -153,63 +176,62 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
   // The most constrained ops.
   std::vector<int32_t> ops;
   for (int32_t o = 0; o < num_ops; ++o) {
-    if (live[o] + trace.ops[o].workspace_bytes > budget_bytes) ops.push_back(o);
+    if (excess[o] > 0) ops.push_back(o);
   }
   std::sort(ops.begin(), ops.end(), [&](int32_t a, int32_t b) {
-    return live[a] + trace.ops[a].workspace_bytes !=
-                   live[b] + trace.ops[b].workspace_bytes
-               ? live[a] + trace.ops[a].workspace_bytes >
-                     live[b] + trace.ops[b].workspace_bytes
-               : a < b;
+    return excess[a] != excess[b] ? excess[a] > excess[b] : a < b;
   });
   if (ops.size() > kOpsExamined) ops.resize(kOpsExamined);
 
-  const double w =
-      static_cast<double>(hardware.d2h_bytes_per_second) / 1e9;  // bytes per ns
+  const long double w =
+      static_cast<long double>(hardware.d2h_bytes_per_second) / 1e9L;
   std::vector<int64_t> start(num_ops + 1, 0);
   for (int32_t o = 0; o < num_ops; ++o)
     start[o + 1] = start[o] + trace.ops[o].duration_ns;
 
-  std::vector<std::pair<double, double>> items;
+  // Recomputable tensors cheapest per byte first, once: each op's knapsack
+  // takes them in this order.
+  std::vector<int32_t> by_cost;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    const Tensor& tensor = trace.tensors[t];
+    if (!tensor.recompute_forbidden && tensor.size_bytes > 0)
+      by_cost.push_back(t);
+  }
+  std::sort(by_cost.begin(), by_cost.end(), [&](int32_t a, int32_t b) {
+    // recompute_ns(a) / size(a) < recompute_ns(b) / size(b), exactly.
+    const absl::int128 left = absl::int128(trace.tensors[a].recompute_ns) *
+                              trace.tensors[b].size_bytes;
+    const absl::int128 right = absl::int128(trace.tensors[b].recompute_ns) *
+                               trace.tensors[a].size_bytes;
+    return left != right ? left < right : a < b;
+  });
+  std::vector<std::pair<long double, long double>> items;
   for (int32_t o : ops) {
     const bool forward = o < trace.num_forward_ops;
-    const double excess = static_cast<double>(
-        live[o] + trace.ops[o].workspace_bytes - budget_bytes);
-    double swappable = 0;
+    auto removable_at = [&](const Tensor& tensor) {
+      return tensor.last_forward_use < o && o < tensor.first_backward_use;
+    };
+    long double swappable = 0;
+    for (const Tensor& tensor : trace.tensors) {
+      if (!tensor.swap_forbidden && removable_at(tensor))
+        swappable += static_cast<long double>(tensor.size_bytes);
+    }
     items.clear();
-    for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    for (int32_t t : by_cost) {
       const Tensor& tensor = trace.tensors[t];
-      // Removable at o: live, no forward op at or after o reads it, and (in
-      // backward) no backward op up to o has needed it yet: once needed, a
-      // tensor stays resident until its release.
-      if (!(tensor.producer_op < o && tensor.last_forward_use < o &&
-            o <= tensor.last_backward_use)) {
-        continue;
-      }
-      if (!forward && tensor.first_backward_use <= o) continue;
-      if (!tensor.swap_forbidden)
-        swappable += static_cast<double>(tensor.size_bytes);
-      if (!tensor.recompute_forbidden && tensor.size_bytes > 0) {
-        items.emplace_back(
-            static_cast<double>(tensor.recompute_ns) / tensor.size_bytes,
-            static_cast<double>(tensor.size_bytes));
-      }
+      if (!removable_at(tensor)) continue;
+      items.emplace_back(static_cast<long double>(tensor.recompute_ns) /
+                             static_cast<long double>(tensor.size_bytes),
+                         static_cast<long double>(tensor.size_bytes));
     }
-    std::sort(items.begin(), items.end());
     const Knapsack knapsack(items);
-    const double t0 = static_cast<double>(start[o]);
-    const double extra =
-        forward ? ForwardExtra(excess, w, t0, swappable, knapsack)
-                : BackwardExtra(excess, w, t0, swappable, knapsack);
-    if (!std::isfinite(extra)) {
-      bound.feasible = false;
-      bound.binding_op = o;
-      bound.reason = absl::StrCat(
-          "op ", o, " cannot start within the budget of ", budget_bytes,
-          " bytes: even swapping and recomputing every tensor that ",
-          "allows it leaves too much resident");
-      return bound;
-    }
+    const long double t0 = static_cast<long double>(start[o]);
+    const long double e = static_cast<long double>(excess[o]);
+    const long double extra =
+        forward ? ForwardExtra(e, w, t0, swappable, knapsack)
+                : BackwardExtra(e, w, t0, swappable, knapsack);
+    // Finite: the removable bytes cover the excess (checked above).
+    if (!std::isfinite(extra)) continue;
     // Round down: the bound must never exceed a real iteration time.
     const int64_t candidate =
         trace.ideal_ns + static_cast<int64_t>(std::floor(extra));

@@ -72,6 +72,11 @@ struct PlannerOptions {
   bool per_layer_barriers = false;
   // Bound on validation-and-repair rounds.
   int max_repair_iterations = 64;
+  // The improvement step's budget (polish.h), in replays times the trace's
+  // elements (operators + tensors + uses + recompute inputs): about 110
+  // replays of GPT-2 XL, thousands of a small trace (at least 16, at most
+  // 4,096). 0: no improvement step.
+  int64_t polish_work = 100'000;
   // Asked between rounds and inside the passes: PlanSlackSwap returns
   // PlanningStopped() soon after it says true.
   StopFunction should_stop;
@@ -84,6 +89,8 @@ struct PlannerStats {
   int32_t repair_iterations = 0;  // replays in validation and repair
   int32_t repairs = 0;            // plan changes made by repair
   int64_t plans_evaluated = 0;    // candidate plans replayed (genetic searches)
+  int32_t polish_replays = 0;     // replays of the improvement step
+  int32_t polish_changes = 0;     // changes it kept
   // Lifetimes the plan draft moved (PlanDraft::lifetime_updates): the work of
   // the passes, which grows near linearly with the trace.
   int64_t draft_lifetime_updates = 0;

@@ -83,6 +83,7 @@ constexpr PolicyPair kPolicies[] = {
     {Policy::kSwapAdvisor, v1::POLICY_SWAPADVISOR},
     {Policy::kCheckpointing, v1::POLICY_CHECKPOINTING},
     {Policy::kGeneticSearch, v1::POLICY_GENETIC_SEARCH},
+    {Policy::kOptimum, v1::POLICY_OPTIMUM},
 };
 
 }  // namespace

@@ -26,7 +26,8 @@ const std::vector<Policy>& AllPolicies() {
                               Policy::kSuperNeurons,
                               Policy::kSwapAdvisor,
                               Policy::kCheckpointing,
-                              Policy::kGeneticSearch};
+                              Policy::kGeneticSearch,
+                              Policy::kOptimum};
   return *all;
 }
 
@@ -59,6 +60,8 @@ const char* PolicyName(Policy policy) {
       return "checkpointing";
     case Policy::kGeneticSearch:
       return "genetic-search";
+    case Policy::kOptimum:
+      return "optimum";
   }
   return "";
 }
@@ -120,6 +123,12 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
                                slackswap.should_stop);
     case Policy::kGeneticSearch:
       return PlanGeneticSearch(trace, hardware, budget_bytes, genetic_search);
+    case Policy::kOptimum: {
+      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+      OptimumOptions optimum = options.optimum;
+      if (options.should_stop) optimum.should_stop = options.should_stop;
+      return PlanOptimum(trace, hardware, budget_bytes, optimum);
+    }
   }
   return absl::InternalError("unknown policy");
 }

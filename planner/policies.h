@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "planner/genetic.h"
+#include "planner/optimum.h"
 #include "planner/slackswap.h"
 
 namespace slackswap {
@@ -28,10 +29,11 @@ enum class Policy {
   kSwapAdvisor,
   kCheckpointing,
   kGeneticSearch,
+  kOptimum,  // the exact optimum of a small trace (optimum.h); keep last
 };
 
 // Stable lower-case names ("slackswap", "vdnn", "superneurons",
-// "swapadvisor", "checkpointing", "genetic-search", "ideal",
+// "swapadvisor", "checkpointing", "genetic-search", "optimum", "ideal",
 // "slackswap-production-order", "slackswap-no-link-budget",
 // "slackswap-barriers").
 const char* PolicyName(Policy policy);
@@ -49,6 +51,7 @@ struct PolicyOptions {
     return o;
   }();
   GeneticOptions genetic_search;
+  OptimumOptions optimum;
   // When set, asked inside every policy's work (in place of the stop
   // functions of the options above): a stopped policy returns CANCELLED.
   StopFunction should_stop;

@@ -5,6 +5,7 @@
 
 #include "planner/link_budget_pass.h"
 #include "planner/plan_draft.h"
+#include "planner/polish.h"
 #include "planner/recompute_pass.h"
 #include "simulator/status_macros.h"
 
@@ -167,9 +168,8 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   const std::vector<int32_t> run_start = BlockRunStarts(trace);
   std::vector<int64_t> lead_ns(trace.tensors.size(), 0);
   std::vector<uint8_t> issue_at_need(trace.tensors.size(), 0);
-  const int64_t excess = draft.PeakBytes() - budget_bytes;
   const std::vector<int32_t> swaps =
-      SelectSwaps(trace, hardware, timeline, excess, options);
+      SelectSwaps(trace, hardware, timeline, budget_bytes, options);
   result.stats.swaps_admitted = static_cast<int32_t>(swaps.size());
   for (int32_t t : swaps)
     draft.SetSwap(t, trace.tensors[t].last_forward_use,
@@ -245,6 +245,68 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
                lead_ns, issue_at_need, draft);
   }
   result.stats.draft_lifetime_updates = draft.lifetime_updates();
+
+  // Improvement step: a bounded local search, judged by replays, from the
+  // best plan (or, where repair found none, from the last attempt).
+  if (options.polish_work > 0) {
+    const int64_t elements =
+        int64_t{trace.num_ops()} + trace.num_tensors() +
+        static_cast<int64_t>(trace.uses.items.size()) +
+        static_cast<int64_t>(trace.recompute_inputs.items.size());
+    PolishOptions polish;
+    polish.max_replays = std::clamp<int64_t>(
+        options.polish_work / std::max<int64_t>(1, elements), 16, 4096);
+    polish.allow_swap = options.link_budget_pass;
+    polish.per_layer_barriers = options.per_layer_barriers;
+    polish.stop = &stop;
+    // Starting points: the passes' plan, and where the budget allows a few
+    // more searches (small traces), the all-keep plan and the plan that
+    // swaps everything it may at its need: a local search stays in its
+    // starting point's basin.
+    std::vector<Plan> starts = {have_best ? result.plan : draft.plan()};
+    if (polish.max_replays >= 512) {
+      starts.push_back(Plan::AllKeep(trace));
+      if (options.link_budget_pass) {
+        Plan swap_all = Plan::AllKeep(trace);
+        int64_t swapped = 0;
+        const int64_t cap = hardware.host_pinned_memory_bytes > 0
+                                ? hardware.host_pinned_memory_bytes
+                                : std::numeric_limits<int64_t>::max();
+        for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+          const Tensor& tensor = trace.tensors[t];
+          if (tensor.swap_forbidden || tensor.size_bytes == 0 ||
+              swapped + tensor.size_bytes > cap) {
+            continue;
+          }
+          swap_all.decisions[t] = Decision::kSwap;
+          swapped += tensor.size_bytes;
+        }
+        const std::vector<int32_t> need = DeriveNeeds(trace, swap_all.decisions);
+        for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+          if (swap_all.decisions[t] != Decision::kSwap) continue;
+          swap_all.prefetch_issue_op[t] =
+              options.per_layer_barriers ? run_start[need[t]] : need[t];
+        }
+        starts.push_back(std::move(swap_all));
+      }
+    }
+    for (size_t i = 0; i < starts.size(); ++i) {
+      Plan plan = std::move(starts[i]);
+      SimulationResult polished =
+          i == 0 && have_best ? result.replay : replay(plan, false);
+      const PolishResult p =
+          Polish(trace, hardware, budget_bytes, polish, plan, polished);
+      if (stop.stopped()) return PlanningStopped();
+      result.stats.polish_replays += static_cast<int32_t>(p.replays);
+      result.stats.polish_changes += p.changes;
+      if (polished.feasible &&
+          (!have_best || polished.iteration_ns < result.replay.iteration_ns)) {
+        have_best = true;
+        result.plan = std::move(plan);
+        result.replay = std::move(polished);
+      }
+    }
+  }
   if (!have_best) {
     result.feasible = false;
     result.plan = draft.plan();

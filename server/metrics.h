@@ -40,7 +40,7 @@ namespace slackswap {
 enum class Method { kPlan, kSimulate, kCompare, kFrontier, kGenerateTrace };
 inline constexpr int kNumMethods = 5;
 inline constexpr int kNumCodes = 17;  // grpc::StatusCode 0..16
-inline constexpr int kNumPolicies = 10;
+inline constexpr int kNumPolicies = static_cast<int>(Policy::kOptimum) + 1;
 
 const char* MethodName(Method method);
 

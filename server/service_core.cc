@@ -112,6 +112,8 @@ int64_t Replays(Policy policy, const PolicyOptions& options) {
       return options.swapadvisor.max_evaluations + 4;
     case Policy::kGeneticSearch:
       return options.genetic_search.max_evaluations + slackswap + 2;
+    case Policy::kOptimum:
+      return options.optimum.max_replays + slackswap;
   }
   return slackswap;
 }

@@ -230,8 +230,9 @@ void Replay::TryStartH2D() {
   }
   const int32_t t = s_.prefetch_order[next_prefetch_];
   const int64_t size = trace_.tensors[t].size_bytes;
-  if (!offloaded_[t] || ops_done_ < plan_.prefetch_issue_op[t] ||
-      resident_ + size > options_.budget_bytes) {
+  if (!offloaded_[t] || resident_ + size > options_.budget_bytes) return;
+  if (ops_done_ < plan_.prefetch_issue_op[t]) {
+    if (options_.issue_gated != nullptr) (*options_.issue_gated)[t] = 1;
     return;
   }
   const int64_t duration =

@@ -40,6 +40,12 @@ struct SimulationOptions {
   bool per_layer_barriers = false;
   // Record every step, offload and prefetch in SimulationResult::timeline.
   bool record_timeline = false;
+  // When set (one entry per tensor, zeroed by the caller): set to 1 for each
+  // swapped tensor whose prefetch, at the head of the H2D queue, once waited
+  // for its issue point alone (offloaded, the stream free, the memory there).
+  // A prefetch never held back so would start at the same moment with any
+  // earlier issue point: the exact search uses it to skip equivalent plans.
+  std::vector<uint8_t>* issue_gated = nullptr;
 };
 
 enum class WaitCause : uint8_t { kNone, kMemory, kPrefetch, kBarrier };

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "google/protobuf/stubs/logging.h"
 #include "planner/policies.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
@@ -141,6 +142,13 @@ void FuzzOne(const uint8_t* data, size_t size) {
 
 }  // namespace
 }  // namespace slackswap
+
+// Protobuf logs a line for every string that is not UTF-8 (the server drops
+// those lines too): silence it.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   slackswap::FuzzOne(data, size);

@@ -179,6 +179,12 @@ TEST(PoliciesTest, EveryPolicyReturnsAValidPlanWithinBudgetOrSaysWhy) {
       SCOPED_TRACE(w.name + " " + PolicyName(policy));
       absl::StatusOr<PlanningResult> r =
           RunPolicy(policy, w.trace, w.hardware, budget, options);
+      if (policy == Policy::kOptimum &&
+          w.trace.num_tensors() > kMaxOptimumTensors) {
+        // The exact search refuses traces this large, naming the field.
+        EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+        continue;
+      }
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_FALSE(absl::StartsWith(r->reason, "internal error")) << r->reason;
       if (!r->feasible) {

@@ -14,6 +14,7 @@
 #include "planner/vdnn.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
+#include "simulator/small_traces.h"
 #include "tests/planner/shaped_traces.h"
 
 namespace slackswap {
@@ -95,6 +96,8 @@ TEST(PlannerStopTest, EveryPolicyStopsInsideTheWork) {
   const int64_t budget = AllKeepPeakBytes(trace) / 10;
   for (Policy policy : AllPolicies()) {
     if (policy == Policy::kIdeal) continue;  // one replay: nothing to stop
+    // The exact search takes small traces only; its own test below.
+    if (policy == Policy::kOptimum) continue;
     SCOPED_TRACE(PolicyName(policy));
     // Stops at once.
     PolicyOptions options;
@@ -113,6 +116,20 @@ TEST(PlannerStopTest, EveryPolicyStopsInsideTheWork) {
     EXPECT_GE(second.calls.load(), 2);
     EXPECT_LE(second.calls.load(), 4);
   }
+}
+
+TEST(PlannerStopTest, TheExactSearchStops) {
+  // Twelve tensors at 80% of the peak: a search of millions of replays.
+  const SmallTrace small = RandomSmallTrace(1, {12, 12, 20});
+  const Trace trace = *TraceFromProto(small.trace);
+  PolicyOptions options;
+  CountingStop second(2);
+  options.should_stop = second.Function();
+  const absl::StatusOr<PlanningResult> r =
+      RunPolicy(Policy::kOptimum, trace, small.hardware,
+                AllKeepPeakBytes(trace) * 8 / 10, options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  EXPECT_GE(second.calls.load(), 2);
 }
 
 TEST(PlannerStopTest, AStopFunctionThatNeverSaysStopChangesNothing) {

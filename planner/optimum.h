@@ -1,0 +1,59 @@
+// File: optimum.h
+//
+// The exact optimum for small traces: the fastest plan over every decision
+// (keep, swap, recompute) of every tensor and every prefetch issue point,
+// judged by the event model, or a proof that no plan fits the budget. It is
+// the reference that SlackSwap, the baselines and the lower bounds are
+// measured against (docs/planner.md, "The exact optimum").
+//
+// Branch and bound, depth first, over the tensors by decreasing size:
+//   - a tensor of zero bytes is kept (keeping it costs nothing);
+//   - a partial plan is cut when its recompute time alone (every recomputed
+//     tensor is rebuilt once) reaches the best iteration found, or when the
+//     bytes that must be resident at some op's start pass the budget (a kept
+//     tensor from its production to its last use; any other from production
+//     to its last forward use and from its first backward use on);
+//   - for a complete decision vector, the issue points of its swaps are
+//     searched as non-decreasing sequences in prefetch (deadline) order: the
+//     H2D stream serves prefetches one after another in that order, so a
+//     later prefetch's issue point below an earlier one's changes nothing;
+//     the search of a vector stops when a replay has no stall.
+// The first incumbent is SlackSwap's plan. Ties keep the plan found first:
+// the result is deterministic.
+//
+// Cost: exponential in the tensors (3^n decision vectors before cuts); the
+// search stops with RESOURCE_EXHAUSTED past `max_replays`.
+#ifndef SLACKSWAP_PLANNER_OPTIMUM_H_
+#define SLACKSWAP_PLANNER_OPTIMUM_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "planner/planner_options.h"
+#include "planner/slackswap.h"
+#include "simulator/hardware.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+
+// Traces with more tensors than this are refused (INVALID_ARGUMENT naming
+// "trace.tensors").
+inline constexpr int32_t kMaxOptimumTensors = 16;
+
+struct OptimumOptions {
+  // Replays the search may make before it gives up (RESOURCE_EXHAUSTED).
+  int64_t max_replays = 20'000'000;
+  StopFunction should_stop;
+};
+
+// The optimum, or an infeasible result whose reason says that no plan fits
+// (a proof: the search was exhaustive). stats.plans_evaluated counts the
+// replays. CANCELLED when should_stop said so.
+absl::StatusOr<PlanningResult> PlanOptimum(const Trace& trace,
+                                           const Hardware& hardware,
+                                           int64_t budget_bytes,
+                                           const OptimumOptions& options);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_OPTIMUM_H_

@@ -1,0 +1,326 @@
+#include "planner/polish.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+namespace slackswap {
+namespace {
+
+// a is a better plan than b (see polish.h).
+bool Better(const SimulationResult& a, const SimulationResult& b) {
+  if (a.feasible != b.feasible) return a.feasible;
+  if (a.feasible) return a.iteration_ns < b.iteration_ns;
+  if (a.infeasibility.op != b.infeasibility.op)
+    return a.infeasibility.op > b.infeasibility.op;
+  return a.iteration_ns > b.iteration_ns;
+}
+
+enum class Issue : uint8_t { kLatest, kEarliest, kHalfway, kEarlier, kLater };
+
+struct Move {
+  int32_t tensor;
+  Decision decision;
+  Issue issue;
+};
+
+class Polisher {
+ public:
+  Polisher(const Trace& trace, const Hardware& hardware, int64_t budget,
+           const PolishOptions& options)
+      : trace_(trace),
+        hw_(hardware),
+        options_(options),
+        run_start_(BlockRunStarts(trace)) {
+    sim_.budget_bytes = budget;
+    sim_.per_layer_barriers = options.per_layer_barriers;
+  }
+
+  PolishResult Run(Plan& plan, SimulationResult& replay);
+
+ private:
+  bool Allowed(int32_t t, Decision d) const {
+    const Tensor& tensor = trace_.tensors[t];
+    if (d == Decision::kSwap)
+      return options_.allow_swap && !tensor.swap_forbidden;
+    if (d == Decision::kRecompute) return !tensor.recompute_forbidden;
+    return true;
+  }
+  // The window of t's issue point under `need`.
+  std::pair<int32_t, int32_t> Window(int32_t t,
+                                     const std::vector<int32_t>& need) const {
+    const int32_t earliest = trace_.tensors[t].last_forward_use + 1;
+    const int32_t latest =
+        options_.per_layer_barriers ? run_start_[need[t]] : need[t];
+    return {earliest, std::max(earliest, latest)};
+  }
+  std::vector<Move> Moves(const Plan& plan,
+                          const SimulationResult& replay) const;
+  // Tries changing two tensors at once; applies the first pair that improves
+  // the plan (true), or returns false (none, or no budget to scan them).
+  bool TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
+                int64_t cap, PolishResult& result);
+  // `plan` with `move` applied and every issue point back in its window.
+  Plan Apply(const Plan& plan, const Move& move) const;
+
+  const Trace& trace_;
+  const Hardware& hw_;
+  const PolishOptions& options_;
+  const std::vector<int32_t> run_start_;
+  SimulationOptions sim_;
+};
+
+std::vector<Move> Polisher::Moves(const Plan& plan,
+                                  const SimulationResult& replay) const {
+  std::vector<int32_t> order;
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+    if (trace_.tensors[t].size_bytes > 0) order.push_back(t);
+  }
+  // Group, then key within the group; ties by tensor id.
+  auto group = [&](int32_t t) {
+    if (!replay.feasible) {
+      const int32_t stuck = replay.infeasibility.op;
+      const Tensor& x = trace_.tensors[t];
+      if (x.producer_op <= stuck && stuck <= x.last_backward_use) return 0;
+      return 1;
+    }
+    switch (plan.decisions[t]) {
+      case Decision::kRecompute:
+        return 0;
+      case Decision::kSwap:
+        return 1;
+      case Decision::kKeep:
+        return 2;
+    }
+    return 3;
+  };
+  auto key = [&](int32_t t) {
+    const Tensor& x = trace_.tensors[t];
+    return plan.decisions[t] == Decision::kRecompute && replay.feasible
+               ? x.recompute_ns
+               : x.size_bytes;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    const int ga = group(a), gb = group(b);
+    if (ga != gb) return ga < gb;
+    return key(a) > key(b);
+  });
+  std::vector<Move> moves;
+  for (int32_t t : order) {
+    const Decision d = plan.decisions[t];
+    auto add = [&](Decision to, Issue issue) {
+      if (Allowed(t, to)) moves.push_back({t, to, issue});
+    };
+    switch (d) {
+      case Decision::kRecompute:
+        add(Decision::kSwap, Issue::kLatest);
+        add(Decision::kSwap, Issue::kHalfway);
+        add(Decision::kSwap, Issue::kEarliest);
+        add(Decision::kKeep, Issue::kLatest);
+        break;
+      case Decision::kSwap:
+        add(Decision::kKeep, Issue::kLatest);
+        add(Decision::kSwap, Issue::kEarlier);
+        add(Decision::kSwap, Issue::kLater);
+        add(Decision::kSwap, Issue::kEarliest);
+        add(Decision::kSwap, Issue::kHalfway);
+        add(Decision::kSwap, Issue::kLatest);
+        add(Decision::kRecompute, Issue::kLatest);
+        break;
+      case Decision::kKeep:
+        add(Decision::kSwap, Issue::kLatest);
+        add(Decision::kSwap, Issue::kEarliest);
+        add(Decision::kRecompute, Issue::kLatest);
+        break;
+    }
+  }
+  return moves;
+}
+
+Plan Polisher::Apply(const Plan& plan, const Move& move) const {
+  Plan next = plan;
+  next.decisions[move.tensor] = move.decision;
+  const std::vector<int32_t> need = DeriveNeeds(trace_, next.decisions);
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+    if (next.decisions[t] != Decision::kSwap) {
+      next.prefetch_issue_op[t] = 0;
+      continue;
+    }
+    const auto [earliest, latest] = Window(t, need);
+    int32_t issue = next.prefetch_issue_op[t];
+    if (t == move.tensor) {
+      switch (move.issue) {
+        case Issue::kLatest:
+          issue = latest;
+          break;
+        case Issue::kEarliest:
+          issue = earliest;
+          break;
+        case Issue::kHalfway:
+          issue = earliest + (latest - earliest) / 2;
+          break;
+        case Issue::kEarlier:
+          issue = plan.prefetch_issue_op[t] - 1;
+          break;
+        case Issue::kLater:
+          issue = plan.prefetch_issue_op[t] + 1;
+          break;
+      }
+    }
+    next.prefetch_issue_op[t] = std::clamp(issue, earliest, latest);
+  }
+  return next;
+}
+
+PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
+  PolishResult result;
+  const int64_t cap = hw_.host_pinned_memory_bytes > 0
+                          ? hw_.host_pinned_memory_bytes
+                          : std::numeric_limits<int64_t>::max();
+  int64_t swapped = 0;
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+    if (plan.decisions[t] == Decision::kSwap)
+      swapped += trace_.tensors[t].size_bytes;
+  }
+  bool improved = true;
+  bool pairs = false;  // single changes first; pairs once they stall
+  while (result.replays < options_.max_replays) {
+    if (!improved) {
+      // No single change helps: try two at once (one tensor takes another's
+      // role), if the budget can scan them.
+      if (pairs || !TryPairs(plan, replay, swapped, cap, result)) break;
+      pairs = true;
+    }
+    improved = false;
+    const std::vector<Move> moves = Moves(plan, replay);
+    // Where the budget can scan the whole neighbourhood (small traces), take
+    // its best change (steepest descent); otherwise the first that improves.
+    const bool steepest = static_cast<int64_t>(moves.size()) * 4 <=
+                          options_.max_replays - result.replays;
+    Plan best_plan;
+    SimulationResult best_replay;
+    int64_t best_swapped = 0;
+    bool have_best = false;
+    for (const Move& move : moves) {
+      if (result.replays >= options_.max_replays) break;
+      if (options_.stop != nullptr && options_.stop->Stop()) return result;
+      const Decision from = plan.decisions[move.tensor];
+      const int64_t size = trace_.tensors[move.tensor].size_bytes;
+      const int64_t next_swapped =
+          swapped - (from == Decision::kSwap ? size : 0) +
+          (move.decision == Decision::kSwap ? size : 0);
+      if (next_swapped > cap) continue;
+      Plan next = Apply(plan, move);
+      if (next.decisions == plan.decisions &&
+          next.prefetch_issue_op == plan.prefetch_issue_op) {
+        continue;
+      }
+      ++result.replays;
+      SimulationResult r = SimulateSchedule(trace_, hw_, next,
+                                            DeriveSchedule(trace_, next), sim_);
+      if (!Better(r, have_best ? best_replay : replay)) continue;
+      best_plan = std::move(next);
+      best_replay = std::move(r);
+      best_swapped = next_swapped;
+      have_best = true;
+      if (steepest) continue;
+      plan = std::move(best_plan);
+      replay = std::move(best_replay);
+      swapped = best_swapped;
+      have_best = false;
+      ++result.changes;
+      improved = true;
+      pairs = false;
+    }
+    if (have_best) {
+      plan = std::move(best_plan);
+      replay = std::move(best_replay);
+      swapped = best_swapped;
+      ++result.changes;
+      improved = true;
+      pairs = false;
+    }
+  }
+  return result;
+}
+
+bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
+                        int64_t cap, PolishResult& result) {
+  // Every pair of tensors, each to another decision (swaps issued at their
+  // need): affordable for small traces only.
+  std::vector<int32_t> tensors;
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+    if (trace_.tensors[t].size_bytes > 0) tensors.push_back(t);
+  }
+  // Each tensor's options: every other decision (a swap at its need or as
+  // early as it may be), and for a swap its issue point one op either way.
+  auto options = [&](int32_t t) {
+    std::vector<Move> out;
+    const Decision d = plan.decisions[t];
+    auto add = [&](Decision to, Issue issue) {
+      if (Allowed(t, to)) out.push_back({t, to, issue});
+    };
+    if (d != Decision::kKeep) add(Decision::kKeep, Issue::kLatest);
+    if (d != Decision::kRecompute) add(Decision::kRecompute, Issue::kLatest);
+    if (d != Decision::kSwap) {
+      add(Decision::kSwap, Issue::kLatest);
+      add(Decision::kSwap, Issue::kEarliest);
+    } else {
+      add(Decision::kSwap, Issue::kEarlier);
+      add(Decision::kSwap, Issue::kLater);
+    }
+    return out;
+  };
+  int64_t pairs = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (size_t j = i + 1; j < tensors.size(); ++j) {
+      pairs += static_cast<int64_t>(options(tensors[i]).size() *
+                                    options(tensors[j]).size());
+    }
+  }
+  if (pairs > options_.max_replays - result.replays) return false;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::vector<Move> first = options(tensors[i]);
+    for (size_t j = i + 1; j < tensors.size(); ++j) {
+      const std::vector<Move> second = options(tensors[j]);
+      for (const Move& ma : first) {
+        for (const Move& mb : second) {
+          if (result.replays >= options_.max_replays) return false;
+          if (options_.stop != nullptr && options_.stop->Stop()) return false;
+          Plan next = Apply(Apply(plan, ma), mb);
+          if (next.decisions == plan.decisions &&
+              next.prefetch_issue_op == plan.prefetch_issue_op) {
+            continue;
+          }
+          int64_t next_swapped = 0;
+          for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+            if (next.decisions[t] == Decision::kSwap)
+              next_swapped += trace_.tensors[t].size_bytes;
+          }
+          if (next_swapped > cap) continue;
+          ++result.replays;
+          SimulationResult r = SimulateSchedule(
+              trace_, hw_, next, DeriveSchedule(trace_, next), sim_);
+          if (!Better(r, replay)) continue;
+          plan = std::move(next);
+          replay = std::move(r);
+          swapped = next_swapped;
+          ++result.changes;
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+PolishResult Polish(const Trace& trace, const Hardware& hardware,
+                    int64_t budget_bytes, const PolishOptions& options,
+                    Plan& plan, SimulationResult& replay) {
+  Polisher polisher(trace, hardware, budget_bytes, options);
+  return polisher.Run(plan, replay);
+}
+
+}  // namespace slackswap

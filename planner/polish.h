@@ -1,0 +1,60 @@
+// File: polish.h
+//
+// SlackSwap's improvement step after validation and repair: a bounded local
+// search over single-tensor changes, each judged by a replay in the event
+// model. A change turns one tensor's decision into another (a swap with its
+// prefetch issued at its need, as early as it may be, or halfway) or moves a
+// swap's issue point; the first change that improves the plan is kept and the
+// scan goes on, round after round, until a round keeps nothing or the replay
+// budget is spent.
+//
+// "Improves" orders plans as the genetic search does: a feasible plan beats
+// an infeasible one, a faster feasible plan a slower one, and among
+// infeasible plans the one whose replay got further (a later op, then a later
+// time): so the search also looks for a feasible plan where repair left none.
+//
+// The changes are tried most promising first: for a feasible plan, the
+// dearest rebuilds first (a short stall may cost less than a rebuild: a swap
+// instead, or a keep where memory allows), then the swaps, then the kept
+// tensors by size; for an infeasible one, the tensors resident where its
+// replay got stuck first.
+//
+// Deterministic (no hashing, clocks or threads). Cost: at most `max_replays`
+// replays of the trace.
+#ifndef SLACKSWAP_PLANNER_POLISH_H_
+#define SLACKSWAP_PLANNER_POLISH_H_
+
+#include <cstdint>
+
+#include "planner/planner_options.h"
+#include "simulator/event_model.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+
+struct PolishOptions {
+  int64_t max_replays = 256;
+  // Swaps may be introduced (off for the recompute-only ablation).
+  bool allow_swap = true;
+  // Replays use per-layer barriers, and issue points stay at or before the
+  // first op of their need's block run.
+  bool per_layer_barriers = false;
+  StopPoll* stop = nullptr;  // may be null
+};
+
+struct PolishResult {
+  int64_t replays = 0;
+  int32_t changes = 0;  // improvements kept
+};
+
+// Improves `plan` (valid for the trace, hardware and barrier setting) and
+// `replay` (its replay under `budget_bytes`, without timeline) in place.
+PolishResult Polish(const Trace& trace, const Hardware& hardware,
+                    int64_t budget_bytes, const PolishOptions& options,
+                    Plan& plan, SimulationResult& replay);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_POLISH_H_

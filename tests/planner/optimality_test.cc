@@ -1,0 +1,217 @@
+// The exact optimum (planner/optimum.h) against the repro cases' proven
+// optima, and every policy and the lower bound against the optimum on random
+// small traces (simulator/small_traces.h): bound <= optimum <= every plan,
+// and SlackSwap infeasible only where the optimum is.
+#include "planner/optimality.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "planner/optimum.h"
+#include "simulator/event_model.h"
+#include "simulator/proto_convert.h"
+#include "simulator/small_traces.h"
+#include "slackswap/v1/hardware.pb.h"
+#include "slackswap/v1/plan.pb.h"
+#include "tests/simulator/test_traces.h"
+
+#ifndef SLACKSWAP_CASES_DIR
+#error "SLACKSWAP_CASES_DIR must name tests/planner/cases/optimality"
+#endif
+
+namespace slackswap {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <typename Message>
+Message ReadJson(const std::string& path) {
+  Message m;
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(Read(path), &m);
+  EXPECT_TRUE(status.ok()) << path << ": " << status.ToString();
+  return m;
+}
+
+// A number from the flat JSON of case.json ("budget": 123).
+int64_t JsonNumber(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\":");
+  EXPECT_NE(at, std::string::npos) << key;
+  return std::stoll(json.substr(at + key.size() + 3));
+}
+
+struct ReproCase {
+  std::string name;
+  Trace trace;
+  Hardware hardware;
+  int64_t budget = 0;
+  int64_t optimum_ns = 0;
+  Plan optimal_plan;
+};
+
+ReproCase LoadCase(const std::string& name) {
+  const std::string dir = std::string(SLACKSWAP_CASES_DIR) + "/" + name;
+  ReproCase c;
+  c.name = name;
+  c.trace = *TraceFromProto(ReadJson<v1::Trace>(dir + "/trace.json"));
+  c.hardware = *HardwareFromProto(ReadJson<v1::Hardware>(dir + "/hw.json"));
+  const std::string json = Read(dir + "/case.json");
+  c.budget = JsonNumber(json, "budget");
+  // The optimum's time: the "time" after "optimum".
+  c.optimum_ns = JsonNumber(json.substr(json.find("\"optimum\"")), "time");
+  c.optimal_plan =
+      *PlanFromProto(c.trace, ReadJson<v1::Plan>(dir + "/opt.plan.json"));
+  return c;
+}
+
+const char* const kCases[] = {
+    "chain19_0.7pk",  "chain21_floor", "chain44_floor",
+    "chain4_fp25pct", "chain69_floor", "chain82_floor",
+    "chain92_floor",  "fuzz266_floor", "fuzz511_floor"};
+
+TEST(OptimumTest, FindsTheProvenOptimumOfEveryReproCase) {
+  for (const char* name : kCases) {
+    SCOPED_TRACE(name);
+    const ReproCase c = LoadCase(name);
+    // The case's optimal plan replays within the budget in the stated time.
+    SimulationOptions sim;
+    sim.budget_bytes = c.budget;
+    const absl::StatusOr<SimulationResult> replay =
+        Simulate(c.trace, c.hardware, c.optimal_plan, sim);
+    ASSERT_TRUE(replay.ok()) << replay.status();
+    ASSERT_TRUE(replay->feasible);
+    EXPECT_EQ(replay->iteration_ns, c.optimum_ns);
+    const absl::StatusOr<PlanningResult> optimum =
+        PlanOptimum(c.trace, c.hardware, c.budget, OptimumOptions());
+    ASSERT_TRUE(optimum.ok()) << optimum.status();
+    ASSERT_TRUE(optimum->feasible) << optimum->reason;
+    EXPECT_EQ(optimum->replay.iteration_ns, c.optimum_ns);
+    EXPECT_LE(optimum->replay.peak_resident_bytes, c.budget);
+    // Below the floor-labelled cases' budget nothing fits.
+    if (absl::string_view(name).find("floor") != absl::string_view::npos) {
+      const absl::StatusOr<PlanningResult> below =
+          PlanOptimum(c.trace, c.hardware, c.budget - 1, OptimumOptions());
+      ASSERT_TRUE(below.ok());
+      EXPECT_FALSE(below->feasible);
+    }
+  }
+}
+
+TEST(OptimumTest, HandWorkedTrace) {
+  // Tensor 0 (100 bytes, cheap to rebuild) waits from op 0 to op 3; the
+  // link is too slow to hide its swap (1,000 ns). At a budget of 100 bytes
+  // it must be gone while op 1 allocates tensor 1: recomputing it (10 ns)
+  // beats waiting for its offload, and keeping it does not fit.
+  testing::TinyTrace t;
+  t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10);
+  t.Tensor(100, 0, {3}, 10);
+  t.Tensor(20, 1, {2}, 1000);
+  const Trace trace = t.Build();
+  Hardware slow = testing::ByteNanosecondLink();
+  slow.d2h_bytes_per_second = slow.h2d_bytes_per_second = 100'000'000;
+  const absl::StatusOr<PlanningResult> r =
+      PlanOptimum(trace, slow, 100, OptimumOptions());
+  ASSERT_TRUE(r.ok() && r->feasible);
+  EXPECT_EQ(r->plan.decisions[0], Decision::kRecompute);
+  EXPECT_EQ(r->replay.iteration_ns, 50);
+  // At 99 bytes nothing fits: op 0 allocates tensor 0's 100 bytes.
+  const absl::StatusOr<PlanningResult> none =
+      PlanOptimum(trace, slow, 99, OptimumOptions());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->feasible);
+  EXPECT_NE(none->reason.find("exhaustive"), std::string::npos);
+}
+
+TEST(OptimumTest, RefusesLargeTraces) {
+  const SmallTrace small = RandomSmallTrace(7, {20, 20, 10});
+  const Trace trace = *TraceFromProto(small.trace);
+  EXPECT_EQ(PlanOptimum(trace, small.hardware, 1 << 30, OptimumOptions())
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SmallTracesTest, AreValidAndDeterministic) {
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const SmallTrace a = RandomSmallTrace(seed);
+    EXPECT_TRUE(TraceFromProto(a.trace).ok()) << seed;
+    EXPECT_EQ(a.trace.SerializeAsString(),
+              RandomSmallTrace(seed).trace.SerializeAsString());
+  }
+}
+
+// Every policy against the optimum on random small traces, at budgets from
+// one byte below the memory floor to the all-keep peak.
+TEST(OptimalityTest, BoundOptimumAndPlansAreOrdered) {
+  PolicyOptions options;
+  options.genetic_search.max_evaluations = 400;
+  options.swapadvisor.max_evaluations = 200;
+  const std::vector<Policy> policies = {
+      Policy::kSlackSwap, Policy::kVdnn, Policy::kSuperNeurons,
+      Policy::kCheckpointing, Policy::kGeneticSearch};
+  const absl::StatusOr<OptimalityStudy> study =
+      RunOptimalityStudy(1, 120, policies, options);
+  ASSERT_TRUE(study.ok()) << study.status();
+  int slackswap_infeasible = 0, optimum_feasible = 0;
+  std::vector<double> gaps;
+  for (const OptimalityCase& c : study->cases) {
+    SCOPED_TRACE(absl::StrCat("seed ", c.seed, " at ", c.label, " (",
+                              c.budget_bytes, " bytes)"));
+    if (c.label == "floor-1") {
+      EXPECT_FALSE(c.optimum.feasible);
+    }
+    if (!c.optimum.feasible) {
+      for (const PlanningResult& r : c.plans) EXPECT_FALSE(r.feasible);
+      continue;
+    }
+    ++optimum_feasible;
+    const int64_t best = c.optimum.replay.iteration_ns;
+    EXPECT_LE(c.optimum.replay.peak_resident_bytes, c.budget_bytes);
+    // The bound never calls a budget with a plan infeasible, and never
+    // exceeds the optimum.
+    EXPECT_TRUE(c.optimum.lower_bound.feasible) << c.optimum.lower_bound.reason;
+    EXPECT_LE(c.optimum.lower_bound.iteration_ns, best);
+    for (size_t i = 0; i < c.plans.size(); ++i) {
+      const PlanningResult& r = c.plans[i];
+      if (r.feasible) {
+        EXPECT_GE(r.replay.iteration_ns, best) << PolicyName(policies[i]);
+      }
+    }
+    const PlanningResult& slackswap = c.plans[0];
+    if (!slackswap.feasible) {
+      ++slackswap_infeasible;
+    } else {
+      gaps.push_back(static_cast<double>(slackswap.replay.iteration_ns) /
+                         static_cast<double>(best) -
+                     1);
+    }
+  }
+  std::sort(gaps.begin(), gaps.end());
+  auto at = [&](double q) {
+    return gaps.empty() ? 0.0
+                        : gaps[std::min(gaps.size() - 1,
+                                        static_cast<size_t>(q * gaps.size()))];
+  };
+  std::printf(
+      "%zu cases, %d with a plan; SlackSwap infeasible in %d of them; gap to "
+      "the optimum: median %.2f%%, p90 %.2f%%, p99 %.2f%%, worst %.2f%%\n",
+      study->cases.size(), optimum_feasible, slackswap_infeasible,
+      100 * at(0.5), 100 * at(0.9), 100 * at(0.99),
+      100 * (gaps.empty() ? 0 : gaps.back()));
+  EXPECT_EQ(slackswap_infeasible, 0);
+}
+
+}  // namespace
+}  // namespace slackswap

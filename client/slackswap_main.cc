@@ -75,6 +75,9 @@ ABSL_FLAG(std::string, plan_out, "",
 ABSL_FLAG(bool, barriers, false,
           "simulate, plan: vDNN-style per-layer barriers");
 ABSL_FLAG(bool, json, false, "print the result as JSON");
+ABSL_FLAG(bool, lp_bound, false,
+          "plan, compare, frontier: also bound the iteration with the linear "
+          "program (COIN-OR Clp) and report the larger bound");
 ABSL_FLAG(
     std::string, timeline, "",
     "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
@@ -154,7 +157,7 @@ Usage:
       Replay a plan in the event model and print its metrics.
   slackswap plan [--trace FILE | --preset P ...] [--hardware H] [--budget B]
                  [--guard G] [--ranking cost|production] [--link_budget_pass=false]
-                 [--barriers] [--planner POLICY] [--json] [--plan_out FILE]
+                 [--barriers] [--planner POLICY] [--lp_bound] [--json] [--plan_out FILE]
       Plan (with SlackSwap unless --planner names another policy): decisions,
       predicted metrics, lower bound, planning time.
   slackswap optimum [--trace FILE | --preset P ...] [--hardware H] [--budget B]
@@ -519,6 +522,7 @@ int SimulateCommand(Backend& backend) {
 absl::StatusOr<v1::PlannerOptions> PlannerOptionsFromFlags() {
   v1::PlannerOptions options;
   options.set_guard_fraction(absl::GetFlag(FLAGS_guard));
+  if (absl::GetFlag(FLAGS_lp_bound)) options.set_linear_program_bound(true);
   const std::string ranking = absl::GetFlag(FLAGS_ranking);
   if (ranking == "cost") {
     options.set_ranking(v1::SWAP_RANKING_RECOMPUTE_COST_PER_BYTE);
@@ -686,10 +690,14 @@ int FrontierCommand(Backend& backend) {
     std::cout << ToJson(*response) << "\n";
     return 0;
   }
-  std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n\n",
+  std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n",
                                inputs->trace.name, inputs->hardware.name,
                                Millis(response->ideal_ns()),
                                Gigabytes(response->all_keep_peak_bytes()));
+  std::cout << absl::StrFormat(
+      "no plan fits below %s (proven); the curve starts where SlackSwap "
+      "first plans\n\n",
+      Gigabytes(response->proven_floor_bytes()));
   std::cout << absl::StrFormat("%-8s %12s %9s %12s %10s %10s\n", "budget",
                                "bytes", "% ideal", "iteration", "swapped",
                                "recomp.");

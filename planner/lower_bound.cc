@@ -7,6 +7,7 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
+#include "planner/lp_bound.h"
 
 namespace slackswap {
 namespace {
@@ -129,6 +130,29 @@ long double BackwardExtra(long double excess, long double w, long double t0,
 
 }  // namespace
 
+ProvenFloor ComputeProvenFloor(const Trace& trace) {
+  const int32_t num_ops = trace.num_ops();
+  std::vector<int64_t> diff(num_ops + 1, 0);
+  for (const Tensor& tensor : trace.tensors) {
+    AddRange(diff, tensor.producer_op, tensor.last_backward_use,
+             tensor.size_bytes);
+    if (!(tensor.swap_forbidden && tensor.recompute_forbidden)) {
+      AddRange(diff, tensor.last_forward_use + 1, tensor.first_backward_use - 1,
+               -tensor.size_bytes);
+    }
+  }
+  const std::vector<int64_t> held = Accumulate(diff);
+  ProvenFloor floor;
+  for (int32_t o = 0; o < num_ops; ++o) {
+    const int64_t bytes = held[o] + trace.ops[o].workspace_bytes;
+    if (floor.op < 0 || bytes > floor.bytes) {
+      floor.bytes = bytes;
+      floor.op = o;
+    }
+  }
+  return floor;
+}
+
 LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
                              int64_t budget_bytes) {
   LowerBound bound;
@@ -239,6 +263,20 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
       bound.iteration_ns = candidate;
       bound.binding_op = o;
     }
+  }
+  return bound;
+}
+
+LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
+                             int64_t budget_bytes, bool linear_program) {
+  LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
+  if (!linear_program || !bound.feasible) return bound;
+  const LinearProgramBound lp =
+      ComputeLinearProgramBound(trace, hardware, budget_bytes);
+  if (lp.solved && lp.iteration_ns > bound.iteration_ns) {
+    bound.iteration_ns = lp.iteration_ns;
+    bound.source = BoundSource::kLinearProgram;
+    bound.binding_op = -1;
   }
   return bound;
 }

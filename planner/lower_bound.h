@@ -19,9 +19,16 @@
 
 namespace slackswap {
 
+// Which computation gave a bound.
+enum class BoundSource : uint8_t {
+  kFast,           // the per-op knapsack below
+  kLinearProgram,  // lp_bound.h
+};
+
 struct LowerBound {
   // False when no plan can fit the budget: `reason` says where and why.
   bool feasible = true;
+  BoundSource source = BoundSource::kFast;
   std::string reason;
   // Lower bound on the iteration time of every plan (ideal_ns at least).
   int64_t iteration_ns = 0;
@@ -29,10 +36,24 @@ struct LowerBound {
   int32_t binding_op = -1;
 };
 
+// The least budget ComputeLowerBound does not prove infeasible: the most
+// bytes some op must hold at its start in every plan, and that op. Exact
+// (integers); O(ops + tensors).
+struct ProvenFloor {
+  int64_t bytes = 0;
+  int32_t op = -1;
+};
+ProvenFloor ComputeProvenFloor(const Trace& trace);
+
 // O(ops + tensors + uses) plus O(k log k) for each of the (at most 16) most
 // constrained ops, where k is the number of tensors live there.
 LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
                              int64_t budget_bytes);
+
+// The larger of that bound and the linear program's (lp_bound.h), saying
+// which. Infeasibility is the fast bound's exact verdict either way.
+LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
+                             int64_t budget_bytes, bool linear_program);
 
 }  // namespace slackswap
 

@@ -77,6 +77,9 @@ struct PlannerOptions {
   // replays of GPT-2 XL, thousands of a small trace (at least 16, at most
   // 4,096). 0: no improvement step.
   int64_t polish_work = 100'000;
+  // Report the larger of the fast bound and the linear program's
+  // (lp_bound.h; about 20 ms more for GPT-2 XL).
+  bool linear_program_bound = false;
   // Asked between rounds and inside the passes: PlanSlackSwap returns
   // PlanningStopped() soon after it says true.
   StopFunction should_stop;

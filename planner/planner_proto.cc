@@ -41,6 +41,7 @@ absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
       options.max_repair_iterations = proto.max_repair_iterations();
     }
   }
+  options.linear_program_bound = proto.linear_program_bound();
   if (!v.empty()) return v.ToStatus();
   return options;
 }
@@ -55,6 +56,13 @@ v1::PlanningReport PlanningReportToProto(const Trace& trace,
       PlanToProto(result.plan, DeriveSchedule(trace, result.plan));
   *report.mutable_metrics() = MetricsToProto(result.replay);
   report.set_lower_bound_ns(result.lower_bound.iteration_ns);
+  report.set_lower_bound_source(result.lower_bound.source ==
+                                        BoundSource::kLinearProgram
+                                    ? v1::LOWER_BOUND_SOURCE_LINEAR_PROGRAM
+                                    : v1::LOWER_BOUND_SOURCE_FAST);
+  report.set_proven_floor_bytes(result.proven_floor_bytes);
+  report.set_smallest_planned_budget_bytes(
+      result.smallest_planned_budget_bytes);
   report.set_gap_to_lower_bound(result.GapToLowerBound());
   v1::PlannerStatistics* stats = report.mutable_statistics();
   stats->set_swaps_admitted(result.stats.swaps_admitted);

@@ -152,4 +152,25 @@ absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
   return result;
 }
 
+std::optional<PlannerOptions> SlackSwapOptionsFor(
+    Policy policy, const PolicyOptions& options) {
+  PlannerOptions o = options.slackswap;
+  if (options.should_stop) o.should_stop = options.should_stop;
+  switch (policy) {
+    case Policy::kSlackSwap:
+      return o;
+    case Policy::kSlackSwapProductionOrder:
+      o.ranking = SwapRanking::kProductionOrder;
+      return o;
+    case Policy::kSlackSwapNoLinkBudget:
+      o.link_budget_pass = false;
+      return o;
+    case Policy::kSlackSwapBarriers:
+      o.per_layer_barriers = true;
+      return o;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace slackswap

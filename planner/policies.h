@@ -7,6 +7,7 @@
 #define SLACKSWAP_PLANNER_POLICIES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,11 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
                                          const Hardware& hardware,
                                          int64_t budget_bytes,
                                          const PolicyOptions& options);
+
+// The SlackSwap planner's options for one of the SlackSwap policies (the
+// ablations change one); nullopt for every other policy.
+std::optional<PlannerOptions> SlackSwapOptionsFor(Policy policy,
+                                                  const PolicyOptions& options);
 
 // Runs `policy` for a plan the caller will execute within `budget_bytes`: as
 // RunPolicy, except that Ideal's all-keep plan is judged at the budget, so it

@@ -140,7 +140,8 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   StopPoll stop(options.should_stop, 16);
   PlanningResult result;
   result.per_layer_barriers = options.per_layer_barriers;
-  result.lower_bound = ComputeLowerBound(trace, hardware, budget_bytes);
+  result.lower_bound = ComputeLowerBound(trace, hardware, budget_bytes,
+                                         options.linear_program_bound);
   SimulationOptions sim;
   sim.budget_bytes = budget_bytes;
   sim.per_layer_barriers = options.per_layer_barriers;
@@ -281,7 +282,8 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
           swap_all.decisions[t] = Decision::kSwap;
           swapped += tensor.size_bytes;
         }
-        const std::vector<int32_t> need = DeriveNeeds(trace, swap_all.decisions);
+        const std::vector<int32_t> need =
+            DeriveNeeds(trace, swap_all.decisions);
         for (int32_t t = 0; t < trace.num_tensors(); ++t) {
           if (swap_all.decisions[t] != Decision::kSwap) continue;
           swap_all.prefetch_issue_op[t] =

@@ -49,6 +49,11 @@ struct PlanningResult {
   PlannerStats stats;
   // The replay used per-layer barriers (the policy's runtime has them).
   bool per_layer_barriers = false;
+  // For an infeasible answer (frontier.h, ExplainInfeasible): the budget
+  // below which no plan fits (proven), and the smallest at which SlackSwap
+  // plans (0 when not searched).
+  int64_t proven_floor_bytes = 0;
+  int64_t smallest_planned_budget_bytes = 0;
 
   // (replay - bound) / bound, or 0 when infeasible.
   double GapToLowerBound() const;

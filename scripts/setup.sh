@@ -9,6 +9,7 @@ packages=(
   libabsl-dev prometheus-cpp-dev grpc-proto
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
+  coinor-libclp-dev
   python3 python3-grpcio python3-protobuf python3-yaml prometheus curl openssl yamllint
   util-linux
   python3-torch python3-torchvision

@@ -10,6 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "planner/comparison.h"
+#include "planner/frontier.h"
+#include "planner/lower_bound.h"
 #include "planner/planner_proto.h"
 #include "simulator/event_model.h"
 #include "simulator/field_violations.h"
@@ -230,13 +232,22 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
     SLACKSWAP_ASSIGN_OR_RETURN(policy,
                                PolicyFromProto(request.policy(), "policy"));
   }
-  SLACKSWAP_RETURN_IF_ERROR(
-      CheckCost(in.trace(), {policy}, 1, options, "trace"));
+  // An infeasible SlackSwap answer also searches for the smallest budget it
+  // meets: about 15 more plans.
+  const std::optional<PlannerOptions> slackswap =
+      SlackSwapOptionsFor(policy, options);
+  SLACKSWAP_RETURN_IF_ERROR(CheckCost(
+      in.trace(), {policy}, slackswap.has_value() ? 17 : 1, options, "trace"));
   if (should_stop && should_stop()) return Stopped();
   const absl::Time start = absl::Now();
   SLACKSWAP_ASSIGN_OR_RETURN(
       PlanningResult result,
       RunObserved(policy, in.trace(), in.hardware, budget, options));
+  result.proven_floor_bytes = ComputeProvenFloor(in.trace()).bytes;
+  if (!result.feasible && slackswap.has_value()) {
+    SLACKSWAP_RETURN_IF_ERROR(
+        ExplainInfeasible(in.trace(), in.hardware, *slackswap, result));
+  }
   if (should_stop && should_stop()) return Stopped();
   v1::PlanResponse response;
   *response.mutable_report() = PlanningReportToProto(in.trace(), result);
@@ -360,10 +371,11 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   std::sort(fractions.begin(), fractions.end());
   fractions.erase(std::unique(fractions.begin(), fractions.end()),
                   fractions.end());
-  // The curve's points, then (with a target) the peak and a bisection to
-  // 1/1000 of the peak: at most 11 more plans.
+  // The curve's points and the search for its first (the smallest budget
+  // SlackSwap meets: a bisection to 1/1000 of the peak, 11 plans), then (with
+  // a target) the peak and another such bisection.
   const int64_t runs =
-      static_cast<int64_t>(fractions.size()) + (target > 0 ? 12 : 0);
+      static_cast<int64_t>(fractions.size()) + 11 + (target > 0 ? 12 : 0);
   SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), {Policy::kSlackSwap}, runs,
                                       options, "budget_fractions"));
 
@@ -382,10 +394,31 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
     return p.outcome() == v1::PLAN_OUTCOME_PLANNED &&
            p.throughput_ratio() >= target;
   };
+  // The curve starts at the floor: budgets below the proven floor have no
+  // plan, and the first point is the smallest budget SlackSwap meets.
+  const int64_t floor = ComputeProvenFloor(in.trace()).bytes;
+  response.set_proven_floor_bytes(floor);
+  std::vector<int64_t> budgets;
   for (double f : fractions) {
-    SLACKSWAP_ASSIGN_OR_RETURN(v1::FrontierPoint p,
-                               plan_at(static_cast<int64_t>(
-                                   std::floor(f * static_cast<double>(peak)))));
+    const int64_t b =
+        static_cast<int64_t>(std::floor(f * static_cast<double>(peak)));
+    if (b >= floor) budgets.push_back(b);
+  }
+  if (floor <= peak) {
+    SLACKSWAP_ASSIGN_OR_RETURN(
+        const int64_t first,
+        SmallestPlannedBudget(floor, peak, peak / 1000,
+                              [&](int64_t budget) -> absl::StatusOr<bool> {
+                                SLACKSWAP_ASSIGN_OR_RETURN(v1::FrontierPoint p,
+                                                           plan_at(budget));
+                                return p.outcome() == v1::PLAN_OUTCOME_PLANNED;
+                              }));
+    budgets.push_back(first);
+  }
+  std::sort(budgets.begin(), budgets.end());
+  budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+  for (int64_t b : budgets) {
+    SLACKSWAP_ASSIGN_OR_RETURN(v1::FrontierPoint p, plan_at(b));
     *response.add_points() = p;
   }
   if (target <= 0) return response;

@@ -166,5 +166,48 @@ check "an unknown --server_pid is a usage error" test \
   "$(exit_code "$cli" bench-server --server 127.0.0.1:1 --server_pid 2147483647)" = 2
 check "an unknown --server_pid is named" grep -q "no process 2147483647" "$work/err"
 
+# The exact optimum: a repro case's proven optimum, printed as plan prints.
+cases="$(cd "$(dirname "$0")/../planner/cases/optimality" && pwd)"
+case69="$cases/chain69_floor"
+check "optimum runs" test "$(exit_code "$cli" optimum --trace "$case69/trace.json" \
+  --hardware "$case69/hw.json" --budget 87814886 --json)" = 0
+cp "$work/out" "$work/optimum.json"
+check "optimum finds the proven optimum" test \
+  "$(json_get "$work/optimum.json" 'd["outcome"], d["metrics"]["iteration_ns"]')" = \
+  "PLAN_OUTCOME_PLANNED 1163128"
+"$cli" plan --trace "$case69/trace.json" --hardware "$case69/hw.json" --budget 87814886 \
+  --json >"$work/plan69.json"
+check "optimum --json has plan --json's shape" test \
+  "$(json_get "$work/optimum.json" 'sorted(d)')" = "$(json_get "$work/plan69.json" 'sorted(d)')"
+check "optimum --plan_out replays to its time" test "$(exit_code "$cli" optimum \
+  --trace "$case69/trace.json" --hardware "$case69/hw.json" --budget 87814886 \
+  --plan_out "$work/opt.plan.json")" = 0
+"$cli" simulate --trace "$case69/trace.json" --hardware "$case69/hw.json" --budget 87814886 \
+  --plan "$work/opt.plan.json" --json >"$work/opt_replay.json"
+check "the optimal plan replays" test \
+  "$(json_get "$work/opt_replay.json" 'd["iteration_ns"]')" = 1163128
+check "optimum refuses a large trace" test "$(exit_code "$cli" optimum --preset gpt2-xl \
+  --layers 2 --budget 0.5)" = 1
+check "optimum names the field" grep -q "trace.tensors" "$work/err"
+check "a proven infeasible budget" test \
+  "$(exit_code "$cli" optimum --trace "$case69/trace.json" --hardware "$case69/hw.json" \
+  --budget 87814885 --json)" = 0
+check "below the floor the optimum has no plan" test \
+  "$(json_get "$work/out" 'd["outcome"]')" = PLAN_OUTCOME_INFEASIBLE
+
+# An infeasible answer names the floor and the smallest budget SlackSwap meets;
+# the frontier starts at the floor; --lp_bound reports the bound's source.
+check "plan below the floor" test "$(exit_code "$cli" plan --preset gpt2-xl --layers 2 \
+  --budget 1000)" = 0
+check "the answer names the proven floor" grep -q "no plan fits below" "$work/out"
+check "and the smallest budget SlackSwap meets" grep -q "SlackSwap plans from" "$work/out"
+check "plan --lp_bound" test "$(exit_code "$cli" plan --preset gpt2-xl --layers 2 \
+  --budget 0.3 --lp_bound --json)" = 0
+check "the bound says its source" grep -q '"lower_bound_source"' "$work/out"
+check "frontier from the floor" test "$(exit_code "$cli" frontier --preset gpt2-xl \
+  --layers 2 --json)" = 0
+check "frontier points start at or above the proven floor" test "$(json_get "$work/out" \
+  'all(int(p["budget_bytes"]) >= int(d["proven_floor_bytes"]) for p in d["points"])')" = True
+
 echo "$passed passed, $failed failed"
 test "$failed" = 0

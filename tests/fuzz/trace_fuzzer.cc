@@ -20,6 +20,7 @@
 #include <string>
 
 #include "google/protobuf/stubs/logging.h"
+#include "planner/lower_bound.h"
 #include "planner/policies.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
@@ -122,11 +123,42 @@ void FuzzOne(const uint8_t* data, size_t size) {
   options.genetic_search.threads = 1;
   options.swapadvisor.max_evaluations = 96;
   options.swapadvisor.threads = 1;
+  // The exact optimum of a small trace: no policy beats it, the bound stays
+  // below it, and SlackSwap plans wherever it does.
+  std::optional<PlanningResult> optimum;
+  if (trace.num_tensors() <= 6 && trace.num_ops() <= 40) {
+    options.optimum.max_replays = 200'000;
+    absl::StatusOr<PlanningResult> r =
+        RunPolicy(Policy::kOptimum, trace, hardware, budget, options);
+    if (r.ok())
+      optimum = *std::move(r);
+    else if (!absl::IsResourceExhausted(r.status()))
+      Fail("optimum", r.status().ToString());
+  }
   for (Policy policy : AllPolicies()) {
+    if (policy == Policy::kOptimum) continue;
     const absl::StatusOr<PlanningResult> r =
         RunPolicyWithinBudget(policy, trace, hardware, budget, options);
     if (!r.ok()) Fail(PolicyName(policy), r.status().ToString());
     CheckPlan(trace, hardware, policy, budget, *r);
+    // The optimum is over plans without per-layer barriers: plans replayed
+    // with them (whose waits may reorder memory) are not compared.
+    if (!optimum.has_value() || policy == Policy::kIdeal ||
+        r->per_layer_barriers) {
+      continue;
+    }
+    if (r->feasible && !optimum->feasible)
+      Fail(PolicyName(policy), "a plan where the exact search found none");
+    if (r->feasible && r->replay.iteration_ns < optimum->replay.iteration_ns)
+      Fail(PolicyName(policy), "a plan faster than the optimum");
+    if (policy == Policy::kSlackSwap && optimum->feasible && !r->feasible)
+      Fail("slackswap", "infeasible where the optimum plans");
+  }
+  if (optimum.has_value() && optimum->feasible) {
+    CheckPlan(trace, hardware, Policy::kOptimum, budget, *optimum);
+    const LowerBound lp = ComputeLowerBound(trace, hardware, budget, true);
+    if (lp.iteration_ns > optimum->replay.iteration_ns)
+      Fail("lower bound", "above the optimum");
   }
   // Deterministic: the same request gives the same plan.
   const absl::StatusOr<PlanningResult> a =

@@ -14,10 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "planner/lower_bound.h"
+#include "planner/lp_bound.h"
 #include "planner/optimum.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
 #include "simulator/small_traces.h"
+#include "simulator/workload.h"
 #include "slackswap/v1/hardware.pb.h"
 #include "slackswap/v1/plan.pb.h"
 #include "tests/simulator/test_traces.h"
@@ -211,6 +214,71 @@ TEST(OptimalityTest, BoundOptimumAndPlansAreOrdered) {
       100 * at(0.5), 100 * at(0.9), 100 * at(0.99),
       100 * (gaps.empty() ? 0 : gaps.back()));
   EXPECT_EQ(slackswap_infeasible, 0);
+}
+
+// The linear program's bound: valid (never above the optimum) on small
+// traces, solved on every preset, and reported with its source when asked.
+TEST(LinearProgramBoundTest, IsAValidBoundAndSolvesThePresets) {
+  int tighter = 0, cases = 0;
+  const absl::StatusOr<OptimalityStudy> study =
+      RunOptimalityStudy(300, 40, {}, PolicyOptions());
+  ASSERT_TRUE(study.ok()) << study.status();
+  for (const OptimalityCase& c : study->cases) {
+    if (!c.optimum.feasible) continue;
+    const SmallTrace small = RandomSmallTrace(c.seed);
+    const Trace trace = *TraceFromProto(small.trace);
+    ++cases;
+    const LinearProgramBound lp =
+        ComputeLinearProgramBound(trace, small.hardware, c.budget_bytes);
+    ASSERT_TRUE(lp.solved) << "seed " << c.seed;
+    EXPECT_LE(lp.iteration_ns, c.optimum.replay.iteration_ns)
+        << "seed " << c.seed << " at " << c.label;
+    EXPECT_GE(lp.iteration_ns, trace.ideal_ns);
+    const LowerBound both =
+        ComputeLowerBound(trace, small.hardware, c.budget_bytes, true);
+    EXPECT_GE(both.iteration_ns, lp.iteration_ns);
+    EXPECT_GE(
+        both.iteration_ns,
+        ComputeLowerBound(trace, small.hardware, c.budget_bytes).iteration_ns);
+    if (both.source == BoundSource::kLinearProgram) ++tighter;
+  }
+  EXPECT_GT(cases, 40);
+  std::printf("%d cases; the linear program is tighter in %d\n", cases,
+              tighter);
+  for (const char* preset : {"gpt2-xl", "bert-large", "vgg16"}) {
+    WorkloadSpec spec = *WorkloadPreset(preset);
+    if (spec.layers > 4) spec.layers = 4;
+    const Hardware hw = *HardwarePreset("a100");
+    const Trace trace = *TraceFromProto(*GenerateTrace(spec, hw));
+    const int64_t budget = AllKeepPeakBytes(trace) * 7 / 10;
+    const LinearProgramBound lp = ComputeLinearProgramBound(trace, hw, budget);
+    EXPECT_TRUE(lp.solved) << preset;
+    EXPECT_GT(lp.rows, 0) << preset;
+    PlannerOptions options;
+    options.linear_program_bound = true;
+    const absl::StatusOr<PlanningResult> r =
+        PlanSlackSwap(trace, hw, budget, options);
+    ASSERT_TRUE(r.ok());
+    if (r->feasible) {
+      EXPECT_LE(r->lower_bound.iteration_ns, r->replay.iteration_ns);
+    }
+  }
+}
+
+// The proven floor is the bound's exact threshold: infeasible one byte
+// below, not proven infeasible at it.
+TEST(ProvenFloorTest, IsTheBoundsThreshold) {
+  for (uint64_t seed = 1; seed < 60; ++seed) {
+    const SmallTrace small = RandomSmallTrace(seed);
+    const Trace trace = *TraceFromProto(small.trace);
+    const ProvenFloor floor = ComputeProvenFloor(trace);
+    EXPECT_TRUE(ComputeLowerBound(trace, small.hardware, floor.bytes).feasible)
+        << seed;
+    EXPECT_FALSE(
+        ComputeLowerBound(trace, small.hardware, floor.bytes - 1).feasible)
+        << seed;
+    EXPECT_GE(floor.op, 0);
+  }
 }
 
 }  // namespace

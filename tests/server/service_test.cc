@@ -13,6 +13,7 @@
 #include "server/grpc_status.h"
 #include "server/server.h"
 #include "simulator/proto_convert.h"
+#include "simulator/small_traces.h"
 #include "slackswap/v1/service.grpc.pb.h"
 #include "tests/server/test_server.h"
 
@@ -241,7 +242,7 @@ TEST_F(ServiceTest, EveryPolicyPlansATraceWithoutTensors) {
   *compare.mutable_hardware() = request.hardware();
   *compare.add_budgets() = request.budget();
   compare.set_genetic_search_evaluations(200);
-  for (int p = v1::POLICY_IDEAL; p <= v1::POLICY_GENETIC_SEARCH; ++p) {
+  for (int p = v1::POLICY_IDEAL; p <= v1::POLICY_OPTIMUM; ++p) {
     SCOPED_TRACE(v1::Policy_Name(static_cast<v1::Policy>(p)));
     request.set_policy(static_cast<v1::Policy>(p));
     compare.add_policies(static_cast<v1::Policy>(p));
@@ -257,7 +258,7 @@ TEST_F(ServiceTest, EveryPolicyPlansATraceWithoutTensors) {
   grpc::ClientContext context;
   const grpc::Status status = stub_->Compare(&context, compare, &compared);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(compared.comparison().entries_size(), 10);
+  EXPECT_EQ(compared.comparison().entries_size(), 11);
 }
 
 // Ideal is the unlimited-memory reference. Asked for a plan within a budget,
@@ -283,6 +284,71 @@ TEST_F(ServiceTest, IdealPlansOnlyWithinTheBudget) {
             whole.report().metrics().ideal_ns());
 }
 
+// The exact optimum through the service: at most 16 tensors.
+TEST_F(ServiceTest, PlansTheExactOptimumOfASmallTrace) {
+  const SmallTrace small = RandomSmallTrace(9);
+  v1::PlanRequest request;
+  *request.mutable_trace() = small.trace;
+  *request.mutable_hardware() = HardwareToProto(small.hardware);
+  request.mutable_budget()->set_fraction_of_peak(1.0);
+  request.set_policy(v1::POLICY_OPTIMUM);
+  v1::PlanResponse optimum, slackswap;
+  grpc::ClientContext c1, c2;
+  ASSERT_TRUE(stub_->Plan(&c1, request, &optimum).ok());
+  EXPECT_EQ(optimum.report().outcome(), v1::PLAN_OUTCOME_PLANNED);
+  request.set_policy(v1::POLICY_SLACKSWAP);
+  ASSERT_TRUE(stub_->Plan(&c2, request, &slackswap).ok());
+  EXPECT_LE(optimum.report().metrics().iteration_ns(),
+            slackswap.report().metrics().iteration_ns());
+
+  v1::PlanRequest large = PlanRequest(0.5);
+  large.set_policy(v1::POLICY_OPTIMUM);
+  v1::PlanResponse refused;
+  grpc::ClientContext c3;
+  const grpc::Status status = stub_->Plan(&c3, large, &refused);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_FALSE(FieldViolationsOf(status).empty());
+  EXPECT_EQ(FieldViolationsOf(status)[0].field, "trace.tensors");
+}
+
+// An infeasible answer names the proven floor and the smallest budget at
+// which SlackSwap plans; the frontier starts there.
+TEST_F(ServiceTest, InfeasibleAnswersAndTheFrontierStartAtTheFloor) {
+  v1::PlanRequest request = PlanRequest(0.5);
+  request.mutable_budget()->set_bytes(1000);
+  v1::PlanResponse below;
+  grpc::ClientContext c1;
+  ASSERT_TRUE(stub_->Plan(&c1, request, &below).ok());
+  const v1::PlanningReport& r = below.report();
+  ASSERT_EQ(r.outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
+  EXPECT_GT(r.proven_floor_bytes(), 1000);
+  EXPECT_GE(r.smallest_planned_budget_bytes(), r.proven_floor_bytes());
+  EXPECT_TRUE(absl::StrContains(r.reason(), "no plan fits below"))
+      << r.reason();
+  // At the smallest budget it names, SlackSwap plans.
+  request.mutable_budget()->set_bytes(r.smallest_planned_budget_bytes());
+  v1::PlanResponse at;
+  grpc::ClientContext c2;
+  ASSERT_TRUE(stub_->Plan(&c2, request, &at).ok());
+  EXPECT_EQ(at.report().outcome(), v1::PLAN_OUTCOME_PLANNED);
+  EXPECT_EQ(at.report().proven_floor_bytes(), r.proven_floor_bytes());
+
+  v1::FrontierRequest frontier;
+  *frontier.mutable_trace() = request.trace();
+  *frontier.mutable_hardware() = request.hardware();
+  v1::FrontierResponse curve;
+  grpc::ClientContext c3;
+  ASSERT_TRUE(stub_->Frontier(&c3, frontier, &curve).ok());
+  EXPECT_EQ(curve.proven_floor_bytes(), r.proven_floor_bytes());
+  ASSERT_GT(curve.points_size(), 0);
+  EXPECT_EQ(curve.points(0).outcome(), v1::PLAN_OUTCOME_PLANNED);
+  EXPECT_LT(curve.points(0).budget_bytes(),
+            curve.all_keep_peak_bytes() / 10 + curve.proven_floor_bytes());
+  for (const v1::FrontierPoint& p : curve.points()) {
+    EXPECT_GE(p.budget_bytes(), curve.proven_floor_bytes());
+  }
+}
+
 TEST_F(ServiceTest, CompareAndFrontier) {
   const v1::PlanRequest base = PlanRequest(0.5);
   v1::CompareRequest compare;
@@ -306,7 +372,22 @@ TEST_F(ServiceTest, CompareAndFrontier) {
   v1::FrontierResponse curve;
   grpc::ClientContext cf;
   ASSERT_TRUE(stub_->Frontier(&cf, frontier, &curve).ok());
-  EXPECT_EQ(curve.points_size(), 19);
+  // The default fractions 10%, 15%, ..., 100% from the proven floor on, and
+  // first the smallest budget SlackSwap meets.
+  int expected = 1;
+  for (int i = 2; i <= 20; ++i) {
+    const int64_t b = static_cast<int64_t>(std::floor(
+        0.05 * i * static_cast<double>(curve.all_keep_peak_bytes())));
+    if (b >= curve.proven_floor_bytes() &&
+        b != curve.points(0).budget_bytes()) {
+      ++expected;
+    }
+  }
+  EXPECT_EQ(curve.points_size(), expected);
+  for (int i = 1; i < curve.points_size(); ++i) {
+    EXPECT_LT(curve.points(i - 1).budget_bytes(),
+              curve.points(i).budget_bytes());
+  }
   ASSERT_TRUE(curve.target_reached());
   const v1::FrontierPoint& smallest = curve.smallest_budget();
   EXPECT_GE(smallest.throughput_ratio(), 0.97);

@@ -30,6 +30,7 @@ RecomputePass::RecomputePass(const Trace& trace, PlanDraft& draft,
   alive_next_.resize(by_cost_per_byte_.size() + 1);
   for (size_t i = 0; i < alive_next_.size(); ++i)
     alive_next_[i] = static_cast<int32_t>(i);
+  alive_across_next_ = alive_next_;
 
   int32_t max_block = 0;
   for (const Op& op : trace.ops)
@@ -62,13 +63,13 @@ RecomputePass::RecomputePass(const Trace& trace, PlanDraft& draft,
     alive_block_next_[i] = static_cast<int32_t>(i);
 }
 
-int32_t RecomputePass::FindAlive(int32_t i) {
+int32_t RecomputePass::FindAlive(std::vector<int32_t>& next, int32_t i) {
   int32_t root = i;
-  while (alive_next_[root] != root) root = alive_next_[root];
-  while (alive_next_[i] != root) {
-    const int32_t next = alive_next_[i];
-    alive_next_[i] = root;
-    i = next;
+  while (next[root] != root) root = next[root];
+  while (next[i] != root) {
+    const int32_t following = next[i];
+    next[i] = root;
+    i = following;
   }
   return root;
 }
@@ -121,18 +122,23 @@ bool RecomputePass::ChainFits(int32_t t) const {
   return draft_.RebuildChainSize(t, kMaxRebuildChain) <= kMaxRebuildChain;
 }
 
-int32_t RecomputePass::BestTensor(int32_t op, int64_t excess_bytes) {
+int32_t RecomputePass::BestTensor(int32_t op, int64_t excess_bytes,
+                                  bool across_blocks) {
   const int32_t n = static_cast<int32_t>(by_cost_per_byte_.size());
+  std::vector<int32_t>& alive =
+      across_blocks ? alive_across_next_ : alive_next_;
   int32_t best = -1;
   double best_score = 0;
   int compared = 0;
-  for (int32_t i = FindAlive(0); i < n && compared < kCandidatesCompared;
-       i = FindAlive(i + 1)) {
+  for (int32_t i = FindAlive(alive, 0); i < n && compared < kCandidatesCompared;
+       i = FindAlive(alive, i + 1)) {
     const int32_t t = by_cost_per_byte_[i];
-    // Recomputed or swapped, or tied to a recomputed tensor of another block
-    // (the pass only adds recomputations): never a candidate again.
-    if (draft_.decision(t) != Decision::kKeep || !StaysInBlock(t)) {
-      alive_next_[i] = i + 1;
+    // Recomputed or swapped, or (within blocks) tied to a recomputed tensor
+    // of another block (the pass only adds recomputations): never a
+    // candidate again.
+    if (draft_.decision(t) != Decision::kKeep ||
+        (!across_blocks && !StaysInBlock(t))) {
+      alive[i] = i + 1;
       continue;
     }
     // Resident at the peak only because it is kept.
@@ -147,7 +153,7 @@ int32_t RecomputePass::BestTensor(int32_t op, int64_t excess_bytes) {
     // candidate again: chains only grow as the pass recomputes more.
     if (best < 0 || score < best_score) {
       if (!ChainFits(t)) {
-        alive_next_[i] = i + 1;
+        alive[i] = i + 1;
         --compared;
         continue;
       }
@@ -221,7 +227,11 @@ bool RecomputePass::RecomputeBlock(int32_t op, PlannerStats& stats) {
 
 bool RecomputePass::RecomputeAt(int32_t op, int64_t excess_bytes,
                                 PlannerStats& stats) {
-  const int32_t t = BestTensor(op, std::max<int64_t>(excess_bytes, 1));
+  const int64_t excess = std::max<int64_t>(excess_bytes, 1);
+  // Within blocks first; then a rebuild chain across a block boundary (kept
+  // short) before a whole block.
+  int32_t t = BestTensor(op, excess, /*across_blocks=*/false);
+  if (t < 0) t = BestTensor(op, excess, /*across_blocks=*/true);
   if (t >= 0) {
     draft_.SetRecompute(t);
     ++stats.recomputes_marked;

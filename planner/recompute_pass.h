@@ -14,7 +14,12 @@
 // all its tensors at once before its need, and every change to it would walk
 // the chain: planning would grow quadratically on long chains.
 //
-// When no tensor is eligible, it falls back to recomputing a whole block:
+// When no tensor is eligible, a tensor whose rebuild chain crosses a block
+// boundary may be chosen the same way (the block rule alone set aside; the
+// chain still at most kMaxRebuildChain): a short chain into the previous
+// block often frees the peak for far less than the whole block.
+//
+// When still none is, it falls back to recomputing a whole block:
 // every recomputable tensor one forward block produces, its outputs included,
 // rebuilt from the block's input. It compares the first 64 blocks that free
 // bytes at the peak, in order of the whole block's recompute cost per byte,
@@ -60,9 +65,9 @@ class RecomputePass {
   // The rebuild chain's length rule (walks the chain).
   bool ChainFits(int32_t t) const;
   bool BlockChainFits(int32_t block);
-  int32_t BestTensor(int32_t op, int64_t excess_bytes);
+  int32_t BestTensor(int32_t op, int64_t excess_bytes, bool across_blocks);
   bool RecomputeBlock(int32_t op, PlannerStats& stats);
-  int32_t FindAlive(int32_t i);
+  static int32_t FindAlive(std::vector<int32_t>& next, int32_t i);
   int32_t FindAliveBlock(int32_t i);
 
   const Trace& trace_;
@@ -73,6 +78,8 @@ class RecomputePass {
   // (union-find with path compression).
   std::vector<int32_t> by_cost_per_byte_;
   std::vector<int32_t> alive_next_;
+  // The same list for candidates across blocks (the block rule ignored).
+  std::vector<int32_t> alive_across_next_;
   // Block index -> recomputable tensors its forward ops produce, in the
   // trace's recompute topological order (inputs before dependents).
   std::vector<std::vector<int32_t>> block_tensors_;

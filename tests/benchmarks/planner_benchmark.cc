@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "planner/lp_bound.h"
 #include "planner/slackswap.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
@@ -69,6 +70,29 @@ BENCHMARK(BM_PlanBertLarge50)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlanBertLarge30)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlanLlama7b50)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlanLlama7b30)->Unit(benchmark::kMillisecond);
+
+// The linear-program bound alone (target: GPT-2 XL within 50 ms).
+void LinearProgram(benchmark::State& state, const Workload& w,
+                   double fraction) {
+  const int64_t budget =
+      static_cast<int64_t>(fraction * static_cast<double>(w.peak_bytes));
+  for (auto _ : state) {
+    const LinearProgramBound lp =
+        ComputeLinearProgramBound(w.trace, w.hardware, budget);
+    if (!lp.solved) state.SkipWithError("no optimum");
+    benchmark::DoNotOptimize(lp);
+  }
+  state.counters["ops"] = w.trace.num_ops();
+  state.counters["tensors"] = w.trace.num_tensors();
+}
+void BM_LinearProgramBoundGpt2Xl30(benchmark::State& s) {
+  LinearProgram(s, Get("gpt2-xl"), 0.3);
+}
+void BM_LinearProgramBoundGpt2Xl50(benchmark::State& s) {
+  LinearProgram(s, Get("gpt2-xl"), 0.5);
+}
+BENCHMARK(BM_LinearProgramBoundGpt2Xl30)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LinearProgramBoundGpt2Xl50)->Unit(benchmark::kMillisecond);
 
 // GPT-2 XL with range(0) times its 48 layers, at 50% of peak.
 void BM_PlanScaling(benchmark::State& state) {

@@ -126,6 +126,20 @@ int RepairLatePrefetches(const Trace& trace, const SimulationResult& replay,
 
 }  // namespace
 
+int64_t PolishReplays(const Trace& trace, const PlannerOptions& options) {
+  if (options.polish_work <= 0) return 0;
+  const int64_t elements =
+      int64_t{trace.num_ops()} + trace.num_tensors() +
+      static_cast<int64_t>(trace.uses.items.size()) +
+      static_cast<int64_t>(trace.recompute_inputs.items.size());
+  return std::clamp<int64_t>(
+      options.polish_work / std::max<int64_t>(1, elements), 16, 4096);
+}
+
+int64_t MaxSlackSwapReplays(const Trace& trace, const PlannerOptions& options) {
+  return options.max_repair_iterations + 2 + 3 * PolishReplays(trace, options);
+}
+
 double PlanningResult::GapToLowerBound() const {
   if (!feasible || lower_bound.iteration_ns <= 0) return 0;
   return static_cast<double>(replay.iteration_ns - lower_bound.iteration_ns) /
@@ -250,13 +264,8 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   // Improvement step: a bounded local search, judged by replays, from the
   // best plan (or, where repair found none, from the last attempt).
   if (options.polish_work > 0) {
-    const int64_t elements =
-        int64_t{trace.num_ops()} + trace.num_tensors() +
-        static_cast<int64_t>(trace.uses.items.size()) +
-        static_cast<int64_t>(trace.recompute_inputs.items.size());
     PolishOptions polish;
-    polish.max_replays = std::clamp<int64_t>(
-        options.polish_work / std::max<int64_t>(1, elements), 16, 4096);
+    polish.max_replays = PolishReplays(trace, options);
     polish.allow_swap = options.link_budget_pass;
     polish.per_layer_barriers = options.per_layer_barriers;
     polish.stop = &stop;

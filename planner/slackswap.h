@@ -59,6 +59,12 @@ struct PlanningResult {
   double GapToLowerBound() const;
 };
 
+// The most replays PlanSlackSwap makes for `trace`: its repair rounds, the
+// final replay and the improvement step's (at most three starts of
+// PolishReplays each). For callers that bound a call's work.
+int64_t PolishReplays(const Trace& trace, const PlannerOptions& options);
+int64_t MaxSlackSwapReplays(const Trace& trace, const PlannerOptions& options);
+
 // INVALID_ARGUMENT only for a trace and hardware whose times would overflow
 // (CheckTimeRange), and CANCELLED (PlanningStopped) when options.should_stop
 // said stop; every budget, however small, gives a result.

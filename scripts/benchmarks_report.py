@@ -265,6 +265,14 @@ def main(folder):
         times = " / ".join(f"{ms(b):.1f} ms" for _, b in runs)
         sizes = " / ".join(f"{k:,}" for k, _ in runs)
         shape_rows.append(f"| {what} | {sizes} | {times} | {fit:.2f} |")
+    lines += [
+        "",
+        f"Fitted exponent of time against size (ops + tensors), least squares on log-log: "
+        f"**{exponent:.2f}** (1.0 is linear; a pure n log n cost would fit {nlogn_exponent:.2f} "
+        "over these sizes).",
+        f"The {largest_k}x trace plans in {ms(largest):.1f} ms: "
+        f"{'met' if ms(largest) < SCALING_TARGET_MS else 'MISSED'}.",
+    ]
     if shape_rows:
         lines += [
             "",
@@ -280,12 +288,6 @@ def main(folder):
             *shape_rows,
         ]
     lines += [
-        "",
-        f"Fitted exponent of time against size (ops + tensors), least squares on log-log: "
-        f"**{exponent:.2f}** (1.0 is linear; a pure n log n cost would fit {nlogn_exponent:.2f} "
-        "over these sizes).",
-        f"The {largest_k}x trace plans in {ms(largest):.1f} ms: "
-        f"{'met' if ms(largest) < SCALING_TARGET_MS else 'MISSED'}.",
         "",
         "### Memory",
         "",

@@ -96,8 +96,9 @@ int64_t Elements(const Trace& trace) {
 }
 
 // Replays a policy may make: the planners' passes count as one.
-int64_t Replays(Policy policy, const PolicyOptions& options) {
-  const int64_t slackswap = options.slackswap.max_repair_iterations + 2;
+int64_t Replays(Policy policy, const PolicyOptions& options,
+                const Trace& trace) {
+  const int64_t slackswap = MaxSlackSwapReplays(trace, options.slackswap);
   switch (policy) {
     case Policy::kIdeal:
       return 1;
@@ -153,7 +154,7 @@ CallCost EstimatePolicyCost(const Trace& trace, Policy policy,
     cost.memory_bytes += kSearchMemoryPerTensor * trace.num_tensors() +
                          kSearchMemoryPerElement * Elements(trace);
   }
-  cost.work = Times(Replays(policy, options), Elements(trace));
+  cost.work = Times(Replays(policy, options, trace), Elements(trace));
   return cost;
 }
 
@@ -167,7 +168,7 @@ absl::Status ServiceCore::CheckCost(const Trace& trace,
     const CallCost cost = EstimatePolicyCost(trace, policy, options);
     memory = std::max(memory, cost.memory_bytes);  // policies run one by one
     work = Plus(work, Times(cost.work, runs_per_policy));
-    most_replays = std::max(most_replays, Replays(policy, options));
+    most_replays = std::max(most_replays, Replays(policy, options, trace));
   }
   if (limits_.max_memory_bytes > 0 && memory > limits_.max_memory_bytes) {
     return TooLargeField(

@@ -126,8 +126,6 @@ TEST_F(LoadGeneratorTest, InProcessCallsQueueForThePlanningThreads) {
   options.warmup = absl::Milliseconds(50);
   options.max_requests = 200;
   options.duration = absl::Seconds(60);
-  options.concurrency = 1;
-  const LoadReport alone = RunLoad(nullptr, Request(0.5), options);
   options.concurrency = 4;
   options.planning_threads = 1;
   const LoadReport r = RunLoad(nullptr, Request(0.5), options);
@@ -138,10 +136,13 @@ TEST_F(LoadGeneratorTest, InProcessCallsQueueForThePlanningThreads) {
   // One thread plans: the process cannot use more CPU than time passed.
   EXPECT_LE(r.cpu_seconds, 1.1 * r.seconds + 0.02);
   // Four callers take turns at one thread, so a call's latency, counted from
-  // its sending, holds the three calls ahead of it: about four plans, where
-  // a lone caller's holds one. (Medians both: time the machine takes away
-  // falls on few calls.)
-  EXPECT_GT(r.p50_ms, 2 * alone.p50_ms);
+  // its sending, holds the three calls ahead of it: about four plans. A plan
+  // takes at least its CPU time, which this run measured itself (a lone
+  // caller's run, measured at another moment, met other load on this shared
+  // machine: under the sanitizers, beside the fuzzer, it came out four times
+  // slower). Counted from the dequeue instead, the median is one plan.
+  const double cpu_ms_per_call = 1000 * r.cpu_seconds / r.calls;
+  EXPECT_GT(r.p50_ms, 3 * cpu_ms_per_call) << cpu_ms_per_call;
 }
 
 TEST_F(LoadGeneratorTest, InProcessPlanningThreadsNeverOutnumberCallers) {

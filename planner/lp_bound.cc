@@ -30,7 +30,7 @@ class Builder {
     row_upper_.push_back(upper);
   }
   void Add(int column, double value) {
-    if (value == 0) return;
+    if (value == 0 || values_.size() > kLinearProgramMaxNonzeros) return;
     rows_.push_back(static_cast<int>(row_lower_.size()) - 1);
     cols_.push_back(column);
     values_.push_back(value);
@@ -38,8 +38,12 @@ class Builder {
   int rows() const { return static_cast<int>(row_lower_.size()); }
   int columns() const { return static_cast<int>(cost_.size()); }
 
-  // The optimum, or NaN.
-  double Solve() const {
+  int64_t nonzeros() const { return static_cast<int64_t>(values_.size()); }
+
+  // The optimum, or NaN (also when the dual simplex needs more than
+  // `max_iterations`: a limit on iterations, not seconds, keeps the answer
+  // the same on every run).
+  double Solve(int max_iterations) const {
     const CoinPackedMatrix matrix(true, rows_.data(), cols_.data(),
                                   values_.data(),
                                   static_cast<CoinBigIndex>(values_.size()));
@@ -47,6 +51,7 @@ class Builder {
     model.setLogLevel(0);
     model.loadProblem(matrix, col_lower_.data(), col_upper_.data(),
                       cost_.data(), row_lower_.data(), row_upper_.data());
+    model.setMaximumIterations(max_iterations);
     model.dual();
     if (!model.isProvenOptimal()) return std::nan("");
     return model.getObjValue();
@@ -111,6 +116,13 @@ LinearProgramBound ComputeLinearProgramBound(const Trace& trace,
       lp.Add(swap_col[t], 1);
       lp.Add(drop_col[t], 1);
     }
+  }
+  // Each chosen op's rows hold at most two entries per tensor in the
+  // program: refuse early rather than build what will not be solved.
+  if (static_cast<int64_t>(in_program.size()) *
+          static_cast<int64_t>(ops.size()) >
+      4 * kLinearProgramMaxNonzeros) {
+    return bound;
   }
   const double w_d =
       static_cast<double>(hardware.d2h_bytes_per_second) * kBytes / (1e9 * kNs);
@@ -181,7 +193,10 @@ LinearProgramBound ComputeLinearProgramBound(const Trace& trace,
   }
   bound.rows = lp.rows();
   bound.columns = lp.columns();
-  const double optimum = lp.Solve();
+  // A trace this large would cost the solver seconds and gigabytes: the fast
+  // bound stands alone.
+  if (lp.nonzeros() > kLinearProgramMaxNonzeros) return bound;
+  const double optimum = lp.Solve(kLinearProgramMaxIterations);
   if (!std::isfinite(optimum)) return bound;
   bound.solved = true;
   // Back to nanoseconds, less a margin for the solver's tolerances (1e-7

@@ -23,7 +23,9 @@
 //
 // The bound is ideal + the program's optimum, rounded down with a margin for
 // the solver's tolerances. It never proves infeasibility (the fast bound's
-// exact test does); when Clp does not report an optimum, no bound is given.
+// exact test does); when Clp does not report an optimum, within
+// kLinearProgramMaxIterations, or the program has more than
+// kLinearProgramMaxNonzeros nonzeros, no bound is given.
 #ifndef SLACKSWAP_PLANNER_LP_BOUND_H_
 #define SLACKSWAP_PLANNER_LP_BOUND_H_
 
@@ -43,6 +45,11 @@ struct LinearProgramBound {
 
 // Ops taken into the program: the most constrained, at most this many.
 inline constexpr int32_t kLinearProgramOps = 32;
+// Past these sizes no linear-program bound is given (the fast bound stands):
+// a program of a million nonzeros takes Clp seconds and about 100 MB.
+// GPT-2 XL's has about 250,000 and solves in a few thousand iterations.
+inline constexpr int64_t kLinearProgramMaxNonzeros = 1 << 20;
+inline constexpr int kLinearProgramMaxIterations = 50'000;
 
 // O(ops x tensors) to build; the solve is Clp's dual simplex.
 LinearProgramBound ComputeLinearProgramBound(const Trace& trace,

@@ -91,6 +91,7 @@ class Search {
   SimulationResult best_replay_;
   int64_t best_time_ = kNoTime;
   int64_t replays_ = 0;
+  int64_t branches_ = 0;  // nodes visited, for the stop poll
 };
 
 bool Search::AddFloor(int32_t first, int32_t last, int64_t bytes) {
@@ -179,6 +180,11 @@ int64_t Search::LinkBound() {
 
 absl::Status Search::Branch(size_t k, int64_t recompute_ns,
                             int64_t swapped_bytes) {
+  // Pruned nodes never reach a replay: poll the stop here too.
+  if (++branches_ % 4096 == 0 && options_.should_stop &&
+      options_.should_stop()) {
+    return PlanningStopped();
+  }
   // Every recomputed tensor is rebuilt once: no plan below can be faster.
   if (trace_.ideal_ns + recompute_ns >= best_time_) return absl::OkStatus();
   if (swapped_bytes > 0 && LinkBound() >= best_time_) return absl::OkStatus();

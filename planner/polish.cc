@@ -248,10 +248,6 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
                         int64_t cap, PolishResult& result) {
   // Every pair of tensors, each to another decision (swaps issued at their
   // need): affordable for small traces only.
-  std::vector<int32_t> tensors;
-  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
-    if (trace_.tensors[t].size_bytes > 0) tensors.push_back(t);
-  }
   // Each tensor's options: every other decision (a swap at its need or as
   // early as it may be), and for a swap its issue point one op either way.
   auto options = [&](int32_t t) {
@@ -271,15 +267,29 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
     }
     return out;
   };
-  int64_t pairs = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    for (size_t j = i + 1; j < tensors.size(); ++j) {
-      pairs += static_cast<int64_t>(options(tensors[i]).size() *
-                                    options(tensors[j]).size());
-    }
+  // Tensors that have options; pairs only when the budget can scan them
+  // all (small traces): counted without enumerating more than the budget.
+  const int64_t budget = options_.max_replays - result.replays;
+  std::vector<int32_t> tensors;
+  std::vector<int64_t> counts;
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+    if (trace_.tensors[t].size_bytes == 0) continue;
+    const int64_t n = static_cast<int64_t>(options(t).size());
+    if (n == 0) continue;
+    tensors.push_back(t);
+    counts.push_back(n);
+    // At least one option each: n(n-1)/2 pairs at least.
+    const int64_t k = static_cast<int64_t>(tensors.size());
+    if (k * (k - 1) / 2 > budget) return false;
   }
-  if (pairs > options_.max_replays - result.replays) return false;
+  int64_t pairs = 0, before = 0;
+  for (const int64_t n : counts) {
+    pairs += n * before;
+    before += n;
+    if (pairs > budget) return false;
+  }
   for (size_t i = 0; i < tensors.size(); ++i) {
+    if (options_.stop != nullptr && options_.stop->Stop()) return false;
     const std::vector<Move> first = options(tensors[i]);
     for (size_t j = i + 1; j < tensors.size(); ++j) {
       const std::vector<Move> second = options(tensors[j]);

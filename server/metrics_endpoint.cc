@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <iostream>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -181,11 +182,16 @@ void MetricsEndpoint::Run() {
           prometheus::TextSerializer().Serialize(registry_->Collect()), head);
     }
   };
+  // Out of descriptors or memory, accept fails without taking the pending
+  // connection: the listener rests a moment instead of waking poll at once,
+  // forever.
+  absl::Time listen_again = absl::InfinitePast();
   for (;;) {
     fds.clear();
     fds.push_back({wake_read_fd_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
-    absl::Time earliest = absl::InfiniteFuture();
+    const bool listening = absl::Now() >= listen_again;
+    fds.push_back({listening ? listen_fd_ : -1, POLLIN, 0});
+    absl::Time earliest = listening ? absl::InfiniteFuture() : listen_again;
     for (const Connection& c : connections) {
       fds.push_back(
           {c.fd, static_cast<short>(c.responding ? POLLOUT : POLLIN), 0});
@@ -196,7 +202,11 @@ void MetricsEndpoint::Run() {
       timeout_ms = static_cast<int>(std::clamp<int64_t>(
           absl::ToInt64Milliseconds(earliest - absl::Now()) + 1, 0, 60000));
     }
-    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+      std::cerr << "metrics endpoint: poll failed (" << std::strerror(errno)
+                << "); no longer serving /metrics" << std::endl;
+      break;
+    }
     if (fds[0].revents != 0) break;
     const absl::Time now = absl::Now();
     // Existing connections first (their pollfds follow the two fixed ones).
@@ -247,7 +257,13 @@ void MetricsEndpoint::Run() {
       for (;;) {
         const int fd =
             accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;
+        if (fd < 0) {
+          if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+              errno == ENOMEM) {
+            listen_again = now + absl::Milliseconds(100);
+          }
+          break;
+        }
         if (static_cast<int>(connections.size()) >= options_.max_connections) {
           CloseFd(connections.front().fd);  // the oldest makes room
           connections.pop_front();

@@ -87,6 +87,8 @@ constexpr int64_t kMemoryPerRelation = 32;
 // A genetic search also holds its population (twice: parents and children)
 // and a schedule per thread.
 constexpr int64_t kSearchMemoryPerTensor = 640;
+// Clp with a program at kLinearProgramMaxNonzeros (lp_bound.h).
+constexpr int64_t kLinearProgramMemory = int64_t{128} << 20;
 constexpr int64_t kSearchMemoryPerElement = 64;
 
 int64_t Elements(const Trace& trace) {
@@ -153,6 +155,11 @@ CallCost EstimatePolicyCost(const Trace& trace, Policy policy,
   if (policy == Policy::kGeneticSearch || policy == Policy::kSwapAdvisor) {
     cost.memory_bytes += kSearchMemoryPerTensor * trace.num_tensors() +
                          kSearchMemoryPerElement * Elements(trace);
+  }
+  // The linear program's solver, at its size limit (lp_bound.h).
+  if (options.slackswap.linear_program_bound &&
+      SlackSwapOptionsFor(policy, options).has_value()) {
+    cost.memory_bytes += kLinearProgramMemory;
   }
   cost.work = Times(Replays(policy, options, trace), Elements(trace));
   return cost;
@@ -363,6 +370,8 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
   SLACKSWAP_ASSIGN_OR_RETURN(PolicyOptions options,
                              OptionsFrom(request.options(), should_stop));
+  // The curve shows no bounds: the linear program would only cost time.
+  options.slackswap.linear_program_bound = false;
 
   std::vector<double> fractions(request.budget_fractions().begin(),
                                 request.budget_fractions().end());

@@ -492,8 +492,12 @@ GeneratedSize EstimateTransformerSize(WorkloadSpec spec, const Hardware& hw) {
       one.relations + (layers - 1) * (two.relations - one.relations);
   const double names_per_layer =
       (two.operators - one.operators) + (two.tensors - one.tensors);
-  size.bytes = one.bytes + (layers - 1) * ((two.bytes - one.bytes) +
-                                           digits * names_per_layer);
+  // Indices are varints: past the two-layer trace each grows by at most two
+  // bytes (they stay under 2^21 within the trace limits).
+  size.bytes =
+      one.bytes +
+      (layers - 1) * ((two.bytes - one.bytes) + digits * names_per_layer) +
+      2 * size.relations;
   return size;
 }
 
@@ -615,6 +619,15 @@ absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
   absl::StrAppend(&name, " ", PrecisionName(spec.precision),
                   spec.flash_attention ? " flash" : "", " on ", hardware.name);
   trace.set_name(name.substr(0, kMaxNameBytes));
+  // The estimate above keeps the build bounded; the built size decides.
+  if (const size_t bytes = trace.ByteSizeLong();
+      bytes > static_cast<size_t>(kMaxGeneratedTraceBytes)) {
+    return TooLargeField(
+        "workload.layers",
+        absl::StrFormat("the trace holds %.1f MiB; at most %d MiB",
+                        static_cast<double>(bytes) / (1 << 20),
+                        kMaxGeneratedTraceBytes >> 20));
+  }
   // The generated trace obeys every trace rule; sizes can still pass the
   // limits.
   SLACKSWAP_RETURN_IF_ERROR(TraceFromProto(trace).status());

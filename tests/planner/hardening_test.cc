@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "planner/checkpointing.h"
 #include "planner/genetic_search.h"
+#include "planner/lp_bound.h"
 #include "planner/policies.h"
 #include "planner/slackswap.h"
 #include "planner/superneurons.h"
@@ -130,6 +131,21 @@ TEST(PlannerStopTest, TheExactSearchStops) {
                 AllKeepPeakBytes(trace) * 8 / 10, options);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
   EXPECT_GE(second.calls.load(), 2);
+}
+
+// The linear program of a long chain would hold 32 ops x 40,000 removable
+// tensors x 2 entries, 2.5 million nonzeros: no bound rather than seconds of
+// Clp and hundreds of megabytes. A short chain's program is solved.
+TEST(LinearProgramLimitTest, NoBoundPastTheNonzeroLimit) {
+  const Trace large = Shaped("chain", 40000);
+  const LinearProgramBound refused =
+      ComputeLinearProgramBound(large, SlowLink(), AllKeepPeakBytes(large) / 2);
+  EXPECT_FALSE(refused.solved);
+  const Trace small = Shaped("chain", 200);
+  const LinearProgramBound solved =
+      ComputeLinearProgramBound(small, SlowLink(), AllKeepPeakBytes(small) / 2);
+  EXPECT_TRUE(solved.solved);
+  EXPECT_GE(solved.iteration_ns, small.ideal_ns);
 }
 
 TEST(PlannerStopTest, AStopFunctionThatNeverSaysStopChangesNothing) {

@@ -5,10 +5,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -195,6 +198,43 @@ TEST_F(MetricsEndpointTest, TheOldestConnectionMakesRoomAtTheLimit) {
   EXPECT_TRUE(closed);
   close(first);
   close(second);
+}
+
+// Out of file descriptors, accept fails and leaves the connection pending:
+// the endpoint must rest rather than spin on a listener that stays readable,
+// and serve again once descriptors are free.
+TEST_F(MetricsEndpointTest, RestsWhenOutOfDescriptorsAndRecovers) {
+  auto endpoint = Start("127.0.0.1:0");
+  ASSERT_NE(endpoint, nullptr);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int fd = Connect(AF_INET, endpoint->port());
+  ASSERT_GE(fd, 0);
+  // No descriptor left for the endpoint's accept: the lowest free one is
+  // the next, and the limit stops just below it.
+  const int probe = dup(0);
+  ASSERT_GE(probe, 0);
+  close(probe);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(probe);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  const std::string request = "GET /metrics HTTP/1.1\r\n\r\n";
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  getrusage(RUSAGE_SELF, &after);
+  auto seconds = [](const rusage& u) {
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+           (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  };
+  // A spinning poll loop would burn the whole half second.
+  EXPECT_LT(seconds(after) - seconds(before), 0.2);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  bool closed = false;
+  EXPECT_TRUE(
+      absl::StrContains(ReadAll(fd, 10000, &closed), "test_requests_total 3"));
+  close(fd);
 }
 
 TEST_F(MetricsEndpointTest, ListensOnIpv6) {

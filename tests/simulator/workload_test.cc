@@ -3,7 +3,9 @@
 #include "simulator/workload.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
@@ -214,6 +216,32 @@ TEST(WorkloadStructureTest, RejectsTracesOverTheSizeLimitBeforeBuildingThem) {
   ASSERT_TRUE(large.ok()) << large.status();
   EXPECT_LT(large->ByteSizeLong(),
             static_cast<size_t>(kMaxGeneratedTraceBytes));
+}
+
+// The error's "about N layers" is close: a little under N builds a trace
+// within the limit, a little over is refused (by the estimate or, should it
+// fall short, by the built size).
+TEST(WorkloadStructureTest, SuggestedLayerCountIsCloseToTheLimit) {
+  WorkloadSpec spec = Preset("gpt2-xl");
+  spec.layers = 100000;
+  const absl::Status status =
+      GenerateTrace(spec, *HardwarePreset("a100")).status();
+  ASSERT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  const std::string message(status.message());
+  const size_t about = message.find("about ");
+  ASSERT_NE(about, std::string::npos) << message;
+  const int suggested = std::atoi(message.c_str() + about + 6);
+  ASSERT_GT(suggested, 48) << message;
+
+  spec.layers = suggested * 97 / 100;
+  absl::StatusOr<v1::Trace> under =
+      GenerateTrace(spec, *HardwarePreset("a100"));
+  ASSERT_TRUE(under.ok()) << under.status();
+  EXPECT_LE(under->ByteSizeLong(),
+            static_cast<size_t>(kMaxGeneratedTraceBytes));
+  spec.layers = suggested * 103 / 100;
+  EXPECT_EQ(GenerateTrace(spec, *HardwarePreset("a100")).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 // Batch 65536 with 2^22 tokens per sequence passes every per-field range but

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "absl/numeric/int128.h"
@@ -13,6 +14,11 @@ namespace slackswap {
 namespace {
 
 constexpr int kOpsExamined = 16;
+// Whole rebuilds are searched at ops with at most this many recomputable
+// tensors removable, within this many nodes each (the fractional knapsack is
+// already close where many small tensors are removable).
+constexpr size_t kWholeDropTensors = 64;
+constexpr int64_t kWholeDropNodes = 1 << 14;
 
 // Adds `bytes` to ops [first, last] of a difference array.
 void AddRange(std::vector<int64_t>& diff, int32_t first, int32_t last,
@@ -69,14 +75,17 @@ class Knapsack {
   std::vector<long double> bytes_, cost_;
 };
 
-// Forward op: no rebuild runs before it, so it starts at t0 + s, where s is
-// the stall before it. Minimum over s >= 0 of
+// Op o starts at t0 + s, where s is the stall and rebuild time before it
+// (no rebuild runs before a forward op). A tensor dropped and gone at o's
+// start is rebuilt after it, so those rebuilds are apart from s: the
+// iteration takes at least ideal + s + K(dropped bytes). Minimum over s >= 0
+// of
 //   s + K(max(0, excess - min(w * (t0 + s), swappable))).
 // Convex and piecewise linear in s: the minimum is at s = 0 or where the
 // argument of K reaches a breakpoint or the swap cap is reached. At a
 // breakpoint the cost is the breakpoint's own (no rounding of the argument).
-long double ForwardExtra(long double excess, long double w, long double t0,
-                         long double swappable, const Knapsack& k) {
+long double ExtraTime(long double excess, long double w, long double t0,
+                      long double swappable, const Knapsack& k) {
   auto f = [&](long double s) {
     return s + k.Cost(excess - std::min(w * (t0 + s), swappable));
   };
@@ -99,34 +108,115 @@ long double ForwardExtra(long double excess, long double w, long double t0,
   return best;
 }
 
-// Backward op: rebuilds before it also give the link time, so with y the
-// stall plus all recompute time, the op starts by t0 + y and the iteration
-// takes at least ideal + y, where y >= K(max(0, excess - min(w (t0 + y),
-// swappable))). The right side falls as y grows and is finite once the link
-// could have moved every swappable byte (the caller checked that the
-// removable bytes cover the excess): bisect for the least y.
-long double BackwardExtra(long double excess, long double w, long double t0,
-                          long double swappable, const Knapsack& k) {
-  auto g = [&](long double y) {
-    return k.Cost(excess - std::min(w * (t0 + y), swappable));
-  };
-  if (g(0) <= 0) return 0;
-  // An upper end where g is finite and at most y.
-  long double hi = k.Cost(excess - swappable);
-  if (w > 0) hi += std::max<long double>(0, swappable / w - t0);
-  if (!std::isfinite(hi)) return hi;
-  hi = std::max<long double>(hi, 1);
-  long double lo = 0;
-  for (int i = 0; i < 200 && hi - lo > 0.25L; ++i) {
-    const long double mid = (lo + hi) / 2;
-    if (mid >= g(mid)) {
-      hi = mid;
-    } else {
-      lo = mid;
-    }
+// The same minimum with whole rebuilds: a tensor is dropped or not, so the
+// knapsack's last, split tensor becomes a choice (VGG-16's activations are
+// hundreds of megabytes: half of one is a loose bound). Offloads stay
+// fractional, and a dropped tensor's bytes leave the swappable ones:
+//   min over dropped sets R and s >= 0 of  s + r(R)
+//   such that  bytes(R) + min(w * (t0 + s), swappable - swappable(R)) >= e.
+// Depth-first branch and bound over the tensors cheapest per byte first; a
+// node's bound covers what is left fractionally, with the stall as one more
+// item at 1/w ns per byte. Returns nullopt past `max_nodes` (the fractional
+// bound then stands).
+struct DropItem {
+  long double bytes = 0;
+  long double cost = 0;  // recompute ns
+  bool swappable = false;
+};
+
+class WholeDrops {
+ public:
+  WholeDrops(const std::vector<DropItem>& items, long double w, long double t0,
+             int64_t max_nodes)
+      : items_(items), w_(w), t0_(t0), max_nodes_(max_nodes) {}
+
+  std::optional<long double> Solve(long double excess, long double swappable) {
+    Visit(0, excess, swappable, 0);
+    if (aborted_ || !std::isfinite(best_)) return std::nullopt;
+    return best_;
   }
-  return lo;
-}
+
+ private:
+  // Stall needed once no more tensors are dropped: `need` bytes to offload.
+  long double StallFor(long double need, long double swappable) const {
+    if (need <= 0) return 0;
+    if (need > swappable || w_ <= 0) {
+      return std::numeric_limits<long double>::infinity();
+    }
+    return std::max<long double>(0, need / w_ - t0_);
+  }
+  // Fractional cover of `need` by items from k and the stall.
+  long double Relaxed(size_t k, long double need, long double swappable) const {
+    const long double free_link = w_ > 0 ? std::min(w_ * t0_, swappable) : 0;
+    need -= free_link;
+    if (need <= 0) return 0;
+    long double stall_bytes = swappable - free_link;
+    const long double stall_per_byte =
+        w_ > 0 ? 1 / w_ : std::numeric_limits<long double>::infinity();
+    long double cost = 0;
+    for (size_t i = k; i < items_.size() && need > 0; ++i) {
+      const DropItem& item = items_[i];
+      if (stall_bytes > 0 && stall_per_byte * item.bytes < item.cost) {
+        const long double take = std::min(need, stall_bytes);
+        cost += take * stall_per_byte;
+        need -= take;
+        stall_bytes = 0;
+        if (need <= 0) break;
+      }
+      const long double take = std::min(need, item.bytes);
+      cost += item.cost * (take / item.bytes);
+      need -= take;
+    }
+    if (need > 0 && stall_bytes > 0) {
+      const long double take = std::min(need, stall_bytes);
+      cost += take * stall_per_byte;
+      need -= take;
+    }
+    return need > 0 ? std::numeric_limits<long double>::infinity() : cost;
+  }
+  void Visit(size_t k, long double need, long double swappable,
+             long double cost) {
+    if (aborted_) return;
+    if (++nodes_ > max_nodes_) {
+      aborted_ = true;
+      return;
+    }
+    best_ = std::min(best_, cost + StallFor(need, swappable));
+    if (k == items_.size() || need <= 0) return;
+    if (cost + Relaxed(k, need, swappable) >= best_) return;
+    const DropItem& item = items_[k];
+    if (!Dominated(item)) {
+      Visit(k + 1, need - item.bytes,
+            item.swappable ? swappable - item.bytes : swappable,
+            cost + item.cost);
+    }
+    excluded_.push_back(k);
+    Visit(k + 1, need, swappable, cost);
+    excluded_.pop_back();
+  }
+  // Dropping `item` where an excluded tensor at least as large, no costlier
+  // and swappable only if `item` is, could be dropped instead, is never
+  // better: the swap leaves at least as many bytes gone for no more time.
+  // (Tensors of one size are otherwise tried in every combination.)
+  bool Dominated(const DropItem& item) const {
+    for (const size_t j : excluded_) {
+      const DropItem& other = items_[j];
+      if (other.bytes >= item.bytes && other.cost <= item.cost &&
+          (item.swappable || !other.swappable)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  const std::vector<DropItem>& items_;
+  const long double w_, t0_;
+  const int64_t max_nodes_;
+  std::vector<size_t> excluded_;  // on the path to the current node
+  int64_t nodes_ = 0;
+  bool aborted_ = false;
+  long double best_ = std::numeric_limits<long double>::infinity();
+};
 
 }  // namespace
 
@@ -230,8 +320,8 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
     return left != right ? left < right : a < b;
   });
   std::vector<std::pair<long double, long double>> items;
+  std::vector<DropItem> drops;
   for (int32_t o : ops) {
-    const bool forward = o < trace.num_forward_ops;
     auto removable_at = [&](const Tensor& tensor) {
       return tensor.last_forward_use < o && o < tensor.first_backward_use;
     };
@@ -241,21 +331,28 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
         swappable += static_cast<long double>(tensor.size_bytes);
     }
     items.clear();
+    drops.clear();
     for (int32_t t : by_cost) {
       const Tensor& tensor = trace.tensors[t];
       if (!removable_at(tensor)) continue;
       items.emplace_back(static_cast<long double>(tensor.recompute_ns) /
                              static_cast<long double>(tensor.size_bytes),
                          static_cast<long double>(tensor.size_bytes));
+      drops.push_back({static_cast<long double>(tensor.size_bytes),
+                       static_cast<long double>(tensor.recompute_ns),
+                       !tensor.swap_forbidden});
     }
     const Knapsack knapsack(items);
     const long double t0 = static_cast<long double>(start[o]);
     const long double e = static_cast<long double>(excess[o]);
-    const long double extra =
-        forward ? ForwardExtra(e, w, t0, swappable, knapsack)
-                : BackwardExtra(e, w, t0, swappable, knapsack);
+    long double extra = ExtraTime(e, w, t0, swappable, knapsack);
     // Finite: the removable bytes cover the excess (checked above).
     if (!std::isfinite(extra)) continue;
+    if (drops.size() <= kWholeDropTensors) {
+      const std::optional<long double> whole =
+          WholeDrops(drops, w, t0, kWholeDropNodes).Solve(e, swappable);
+      if (whole.has_value()) extra = std::max(extra, *whole);
+    }
     // Round down: the bound must never exceed a real iteration time.
     const int64_t candidate =
         trace.ideal_ns + static_cast<int64_t>(std::floor(extra));

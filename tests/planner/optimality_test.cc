@@ -137,6 +137,52 @@ TEST(OptimumTest, HandWorkedTrace) {
   EXPECT_NE(none->reason.find("exhaustive"), std::string::npos);
 }
 
+// Op 1 holds 10 bytes too many. Tensor 0 (100 bytes, 100 ns to rebuild) is
+// the cheaper per byte, tensor 1 (10 bytes, 30 ns) the cheaper whole; the
+// link (0.1 byte/ns) would take 90 ns of stall for 10 bytes. Dropping a
+// tenth of tensor 0 (9 ns after the byte the link moves for free) is not a
+// plan: the bound counts whole rebuilds and meets the optimum, 40 + 30 ns.
+TEST(LowerBoundTest, CountsWholeRebuilds) {
+  testing::TinyTrace t;
+  t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10);
+  t.Tensor(100, 0, {3}, 100);
+  t.Tensor(10, 0, {3}, 30);
+  t.Tensor(50, 1, {2}, 1000);
+  const Trace trace = t.Build();
+  Hardware slow = testing::ByteNanosecondLink();
+  slow.d2h_bytes_per_second = slow.h2d_bytes_per_second = 100'000'000;
+  const LowerBound bound = ComputeLowerBound(trace, slow, 150);
+  ASSERT_TRUE(bound.feasible);
+  EXPECT_EQ(bound.iteration_ns, 70);
+  const absl::StatusOr<PlanningResult> optimum =
+      PlanOptimum(trace, slow, 150, OptimumOptions());
+  ASSERT_TRUE(optimum.ok() && optimum->feasible);
+  EXPECT_EQ(optimum->replay.iteration_ns, 70);
+  EXPECT_EQ(optimum->plan.decisions[1], Decision::kRecompute);
+}
+
+// Backward op 2's workspace leaves 50 bytes too many; tensor 0 (100 bytes, 2 ns
+// a byte to rebuild) could leave. Rebuilding it runs after op 2, so it gives
+// the link no time before op 2: the cheapest cover is 25 bytes over the link by
+// op 2's start (0.5 byte/ns) and 25 rebuilt (50 ns), or a stall that costs as
+// much; 60 + 50 ns. (Counting the rebuild as link time gave 60 + 25.)
+TEST(LowerBoundTest, RebuildsAfterABackwardOpGiveItsLinkNoTime) {
+  testing::TinyTrace t;
+  t.Fwd(10), t.Fwd(40), t.Bwd(10, 0, /*workspace_bytes=*/100), t.Bwd(0);
+  t.Tensor(100, 0, {3}, 200);
+  const Trace trace = t.Build();
+  Hardware link = testing::ByteNanosecondLink();
+  link.d2h_bytes_per_second = link.h2d_bytes_per_second = 500'000'000;
+  const LowerBound bound = ComputeLowerBound(trace, link, 150);
+  ASSERT_TRUE(bound.feasible);
+  EXPECT_EQ(bound.iteration_ns, 110);
+  EXPECT_EQ(bound.binding_op, 2);
+  const absl::StatusOr<PlanningResult> optimum =
+      PlanOptimum(trace, link, 150, OptimumOptions());
+  ASSERT_TRUE(optimum.ok() && optimum->feasible);
+  EXPECT_GE(optimum->replay.iteration_ns, bound.iteration_ns);
+}
+
 TEST(OptimumTest, RefusesLargeTraces) {
   const SmallTrace small = RandomSmallTrace(7, {20, 20, 10});
   const Trace trace = *TraceFromProto(small.trace);

@@ -149,7 +149,8 @@ int32_t Low32(uint64_t value) {
   return static_cast<int32_t>(static_cast<uint32_t>(value));
 }
 
-// Operator and Tensor have fields 1 to 8. The varint fields are read into a
+// Operator and Tensor have fields 1 to 8 that the planner reads; later
+// fields are skipped, as protobuf keeps unknown ones aside. The varint fields are read into a
 // table by field number and typed at the end: no branch on the field per
 // value, and a field written twice keeps its last value, as in protobuf.
 constexpr uint32_t kLastField = 8;
@@ -163,7 +164,9 @@ bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
     if (!in.Tag(field, wire_type)) return false;
     if (field == 1) {
       if (wire_type != kLengthDelimited || !in.Name(op.name_)) return false;
-    } else if (field > kLastField || wire_type != kVarint ||
+    } else if (field > kLastField) {
+      if (!in.Skip(wire_type)) return false;  // a newer or runtime-only field
+    } else if (wire_type != kVarint ||
                !in.Varint(values[field])) {
       return false;
     }
@@ -216,7 +219,16 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
               : DecodePacked(payload, ints, t.recompute_inputs_begin_,
                              t.recompute_inputs_count_);
       if (!decoded) return false;
-    } else if (field > kLastField || wire_type != kVarint ||
+    } else if (field == 9) {
+      // dtype, for runtimes: skipped, but it must be UTF-8 as protobuf
+      // requires of a string (else protobuf decides).
+      if (wire_type != kLengthDelimited || !in.Bytes(payload) ||
+          !IsWellFormedUtf8(payload))
+        return false;
+    } else if (field > kLastField) {
+      // producer_output (for runtimes) and newer fields.
+      if (!in.Skip(wire_type)) return false;
+    } else if (wire_type != kVarint ||
                !in.Varint(values[field])) {
       return false;
     }

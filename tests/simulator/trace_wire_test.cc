@@ -188,6 +188,24 @@ TEST(TraceWireTest, LeavesOtherEncodingsToProtobuf) {
   EXPECT_TRUE(ExpectAgreesWithProtobuf(tiny.proto.SerializeAsString()));
 }
 
+// The runtime's fields (dtype, producer_output) are decoded past, not left to
+// protobuf; a dtype that is not UTF-8 is protobuf's to reject.
+TEST(TraceWireTest, SkipsTheRuntimeFieldsOfATensor) {
+  const google::protobuf::LogSilencer quiet;
+  testing::TinyTrace tiny;
+  const int f = tiny.Fwd(10);
+  const int b = tiny.Bwd(10);
+  tiny.Tensor(64, f, {b});
+  tiny.proto.mutable_tensors(0)->set_dtype("float32");
+  tiny.proto.mutable_tensors(0)->set_producer_output(3);
+  EXPECT_TRUE(ExpectAgreesWithProtobuf(tiny.proto.SerializeAsString()));
+  tiny.proto.mutable_tensors(0)->set_dtype("float\xff");
+  std::string bytes;
+  ASSERT_TRUE(tiny.proto.SerializePartialToString(&bytes));
+  EXPECT_FALSE(TraceFromWire(bytes).has_value());
+  ExpectAgreesWithProtobuf(bytes);
+}
+
 // Protobuf rejects a whole message whose string is not UTF-8, and logs an
 // error for it (one log line per request in a server). The decoder answers
 // instead, naming the field.
@@ -307,7 +325,8 @@ TEST(TraceWireTest, KnowsEveryFieldOfTheTraceMessages) {
   // sets it is parsed by protobuf instead (right, but at the old speed).
   EXPECT_EQ(v1::Trace::descriptor()->field_count(), 3);
   EXPECT_EQ(v1::Operator::descriptor()->field_count(), 8);
-  EXPECT_EQ(v1::Tensor::descriptor()->field_count(), 8);
+  // dtype (9) and producer_output (10) are for runtimes: skipped.
+  EXPECT_EQ(v1::Tensor::descriptor()->field_count(), 10);
   v1::Trace all;
   all.set_name("t");
   v1::Operator* f = all.add_operators();
@@ -333,6 +352,8 @@ TEST(TraceWireTest, KnowsEveryFieldOfTheTraceMessages) {
   t->set_recompute_duration_ns(13);
   t->set_swap_forbidden(true);
   t->set_recompute_forbidden(true);
+  t->set_dtype("bfloat16");
+  t->set_producer_output(-2);
   v1::Tensor* u = all.add_tensors();
   *u = *t;
   u->add_recompute_inputs(0);

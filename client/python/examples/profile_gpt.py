@@ -45,10 +45,11 @@ def main():
                 f.write(trace.SerializeToString())
     if args.server:
         with Client(args.server) as client:
-            report = client.plan(trace, hardware=args.hardware, budget_fraction=args.budget)
-            m = report.metrics
+            response = client.plan(trace, hardware=args.hardware, budget_fraction=args.budget)
+            m = response.report.metrics
             print(f"planned: {100 * m.throughput_ratio:.1f}% of ideal, swapped "
-                  f"{m.swapped_bytes / 1e6:.1f} MB, recomputed {m.recomputed_bytes / 1e6:.1f} MB")
+                  f"{m.swapped_bytes / 1e6:.1f} MB, recomputed {m.recomputed_bytes / 1e6:.1f} MB "
+                  f"(planned in {response.planning_time_ns / 1e6:.2f} ms)")
 
 
 if __name__ == "__main__":

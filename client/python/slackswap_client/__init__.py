@@ -5,10 +5,16 @@ and ask a slackswap-server for a plan.
     trace = profile(model, (tokens,), loss_fn=lambda out: out.float().pow(2).mean(),
                     timing="modelled", hardware="a100")
     with Client("localhost:50051") as client:
-        report = client.plan(trace, hardware="a100", budget_fraction=0.5)
+        report = client.plan(trace, hardware="a100", budget_fraction=0.5).report
+    for batch in batches:                 # the same step, step after step
+        with Runtime(trace, report):
+            loss_fn(model(batch)).backward()
+        optimizer.step()
 """
 from .profiler import profile, ProfileError
-from .client import Client
+from .client import Client, PlanningError
+from .runtime import MismatchError, Runtime
 from .hardware import HARDWARE_PRESETS, hardware_proto
 
-__all__ = ["profile", "ProfileError", "Client", "HARDWARE_PRESETS", "hardware_proto"]
+__all__ = ["profile", "ProfileError", "Client", "PlanningError", "Runtime", "MismatchError",
+           "HARDWARE_PRESETS", "hardware_proto"]

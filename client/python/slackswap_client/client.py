@@ -5,12 +5,64 @@ from . import stubs
 from .hardware import HARDWARE_PRESETS, hardware_proto
 
 
+class PlanningError(RuntimeError):
+    """A call the server refused: `code` (a grpc.StatusCode), `message`, and
+    `violations`, the (field path, description) pairs of the server's
+    google.rpc.BadRequest (for INVALID_ARGUMENT), e.g.
+    [("trace.tensors[3].use_ops[0]", "op 2 does not come after the producer (op 5)")]."""
+
+    def __init__(self, code, message, violations=()):
+        self.code = code
+        self.message = message
+        self.violations = list(violations)
+        text = f"{code.name}: {message}"
+        if self.violations:
+            text += "".join(f"\n  {field}: {description}"
+                            for field, description in self.violations)
+        super().__init__(text)
+
+
+def _decode_error(error):
+    """A PlanningError from a grpc.RpcError, with the field violations the
+    server put in grpc-status-details-bin."""
+    from google.rpc import error_details_pb2, status_pb2
+    violations = []
+    for key, value in (error.trailing_metadata() or ()):
+        if key != "grpc-status-details-bin":
+            continue
+        status = status_pb2.Status.FromString(value)
+        for detail in status.details:
+            if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                violations.extend((v.field, v.description) for v in bad.field_violations)
+    return PlanningError(error.code(), error.details() or "", violations)
+
+
+def _policy(policy):
+    """A Policy value from a name ("slackswap", "POLICY_VDNN") or number."""
+    from slackswap.v1 import planning_pb2
+    if policy is None or isinstance(policy, int):
+        return policy or 0
+    name = policy.strip().upper().replace("-", "_")
+    if not name.startswith("POLICY_"):
+        name = "POLICY_" + name
+    try:
+        return planning_pb2.Policy.Value(name)
+    except ValueError:
+        valid = [n[len("POLICY_"):].lower() for n in planning_pb2.Policy.keys()
+                 if n != "POLICY_UNSPECIFIED"]
+        raise ValueError(f"unknown policy {policy!r}; valid: {', '.join(valid)}") from None
+
+
 class Client:
     """Plans traces on a slackswap-server.
 
     address: "host:port" or any gRPC target. With `root_certificates` (PEM
     bytes) the channel uses TLS; `private_key` and `certificate_chain` add a
-    client certificate (mutual TLS). `deadline` is seconds per call.
+    client certificate (mutual TLS). `deadline` is seconds per call. A call
+    the server refuses raises PlanningError (with its field violations).
+    Hardware is a preset name (any case) or a slackswap.v1.Hardware.
     """
 
     def __init__(self, address, root_certificates=None, private_key=None, certificate_chain=None,
@@ -51,27 +103,71 @@ class Client:
             return plan_pb2.Budget(bytes=budget_bytes)
         return plan_pb2.Budget(fraction_of_peak=budget_fraction)
 
-    def plan(self, trace, hardware="a100", budget_bytes=None, budget_fraction=None):
-        """Plans `trace` (a slackswap.v1.Trace) and returns the PlanningReport."""
+    def _call(self, method, request):
+        try:
+            return method(request, timeout=self.deadline)
+        except grpc.RpcError as error:
+            raise _decode_error(error) from None
+
+    def plan(self, trace, hardware="a100", budget_bytes=None, budget_fraction=None,
+             policy="slackswap", options=None):
+        """Plans `trace` (a slackswap.v1.Trace) and returns the PlanResponse:
+        `.report` (a PlanningReport: outcome, plan with its schedule, predicted
+        metrics, lower bound) and `.planning_time_ns`. policy: a name such as
+        "slackswap", "checkpointing", "optimum" (see Policy in planning.proto);
+        options: a slackswap.v1.PlannerOptions."""
         from slackswap.v1 import service_pb2
         request = service_pb2.PlanRequest(trace=trace, hardware=self._hardware(hardware),
-                                          budget=self._budget(budget_bytes, budget_fraction))
-        return self._planner.Plan(request, timeout=self.deadline).report
+                                          budget=self._budget(budget_bytes, budget_fraction),
+                                          policy=_policy(policy), options=options)
+        return self._call(self._planner.Plan, request)
 
-    def simulate(self, trace, plan, hardware="a100", budget_bytes=None, budget_fraction=None):
-        """Replays `plan` and returns its slackswap.v1.Metrics."""
+    def simulate(self, trace, plan, hardware="a100", budget_bytes=None, budget_fraction=None,
+                 timeline=False, per_layer_barriers=False):
+        """Replays `plan` and returns the SimulateResponse: `.metrics`, `.plan`
+        (with its schedule) and, with timeline=True, `.timeline`."""
         from slackswap.v1 import service_pb2
         request = service_pb2.SimulateRequest(trace=trace, hardware=self._hardware(hardware),
                                               budget=self._budget(budget_bytes, budget_fraction),
-                                              plan=plan)
-        return self._planner.Simulate(request, timeout=self.deadline).metrics
+                                              plan=plan, include_timeline=timeline,
+                                              per_layer_barriers=per_layer_barriers)
+        return self._call(self._planner.Simulate, request)
+
+    def compare(self, trace, hardware="a100", budget_fractions=(), budget_bytes=(),
+                policies=("slackswap",), options=None, genetic_search_evaluations=None):
+        """Plans every policy at every budget; returns the Comparison."""
+        from slackswap.v1 import plan_pb2, service_pb2
+        budgets = [plan_pb2.Budget(fraction_of_peak=f) for f in budget_fractions] + \
+                  [plan_pb2.Budget(bytes=b) for b in budget_bytes]
+        request = service_pb2.CompareRequest(trace=trace, hardware=self._hardware(hardware),
+                                             budgets=budgets,
+                                             policies=[_policy(p) for p in policies],
+                                             options=options)
+        if genetic_search_evaluations is not None:
+            request.genetic_search_evaluations = genetic_search_evaluations
+        return self._call(self._planner.Compare, request).comparison
+
+    def frontier(self, trace, hardware="a100", budget_fractions=(), target_throughput_ratio=0.0,
+                 options=None):
+        """Throughput against budget, and the smallest budget that reaches
+        `target_throughput_ratio`; returns the FrontierResponse."""
+        from slackswap.v1 import service_pb2
+        request = service_pb2.FrontierRequest(trace=trace, hardware=self._hardware(hardware),
+                                              budget_fractions=list(budget_fractions),
+                                              target_throughput_ratio=target_throughput_ratio,
+                                              options=options)
+        return self._call(self._planner.Frontier, request)
 
     def healthy(self, service="slackswap.v1.PlannerService"):
-        """True if the server reports SERVING for `service`."""
+        """True if the server reports SERVING for `service`; False if it does
+        not, or cannot be reached within the deadline."""
         from slackswap_health import health_pb2
-        response = self._health.Check(health_pb2.HealthCheckRequest(service=service),
-                                      timeout=self.deadline)
+        try:
+            response = self._health.Check(health_pb2.HealthCheckRequest(service=service),
+                                          timeout=self.deadline)
+        except grpc.RpcError:
+            return False
         return response.status == health_pb2.HealthCheckResponse.SERVING
 
 
-__all__ = ["Client", "HARDWARE_PRESETS"]
+__all__ = ["Client", "PlanningError", "HARDWARE_PRESETS"]

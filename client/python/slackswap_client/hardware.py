@@ -15,11 +15,28 @@ HARDWARE_PRESETS = {
 }
 
 
+def preset_name(name):
+    """The preset's canonical name: case-insensitive; ValueError naming the
+    valid ones otherwise."""
+    if isinstance(name, str):
+        key = name.strip().lower()
+        if key in HARDWARE_PRESETS:
+            return key
+    raise ValueError(f"unknown hardware preset {name!r}; valid (any case): "
+                     f"{', '.join(HARDWARE_PRESETS)}")
+
+
+def preset(name):
+    """The rates of a preset (see preset_name)."""
+    return HARDWARE_PRESETS[preset_name(name)]
+
+
 def hardware_proto(name):
-    """The slackswap.v1.Hardware message of a preset."""
+    """The slackswap.v1.Hardware message of a preset (case-insensitive name)."""
     from . import stubs
     stubs.load()
     from slackswap.v1 import hardware_pb2
+    name = preset_name(name)
     p = HARDWARE_PRESETS[name]
     return hardware_pb2.Hardware(
         name=name, d2h_bytes_per_second=p["d2h"], h2d_bytes_per_second=p["h2d"],

@@ -5,25 +5,42 @@ What is recorded, and how:
 - Operators: every ATen operator the step runs, in execution order, through a
   TorchDispatchMode (below autograd, so forward and backward ops alike). Ops
   that only make views (no new storage, no work) are left out. Phase: forward
-  until the loss is computed, backward during loss.backward().
+  until the loss is computed, backward during loss.backward(). The dataflow
+  (storages, versions, writers) is recorded by `recording.Dataflow`, the same
+  log the runtime replays.
 - Saved tensors: autograd.graph.saved_tensors_hooks. Every tensor autograd
   saves is keyed by its storage, so views and tensors saved twice count once,
   with the storage's size. Parameters and buffers are not activations and are
-  skipped. The producer is the op that created the storage (inputs created
-  before the step get a synthetic "input" op at the start, and cannot be
-  recomputed); forward uses are the ops that read the storage; backward uses
-  are the ops that run right after autograd unpacks it.
-- Blocks: the top-level child module running a forward op (block i + 1 for
-  child i; 0 outside them); a backward op takes the block of the saved tensors
-  it reads, else that of the next backward op that reads some.
-- Recompute: rerun the producer; if it read tensors that were not saved (and are
-  not parameters), rerun their producers too, back to saved tensors (the
-  recompute inputs). A chain that reaches data created before the step, or is
-  longer than 64 ops, cannot be rebuilt.
+  skipped. The producer is the op that wrote the saved version of the storage
+  (the last writer before it was first saved: an in-place ReLU, `y += h`, the
+  bernoulli_ that fills a dropout mask), not the op that allocated it. Inputs
+  created before the step get a synthetic "input" op at the start and are
+  kept (neither swapped nor recomputed: the caller holds them, so a copy to
+  host would free nothing). Forward uses are the ops after the producer that read the
+  storage; backward uses are the ops that run right after autograd unpacks it.
+  Each tensor also carries its dtype and which output of its producer it is
+  (`producer_output`), which the runtime matches.
+- Blocks: the modules named by `blocks=`, else the repeated layers (the
+  non-leaf module class with the most instances, outermost on a tie: the
+  transformer layers, ResNet's bottlenecks), else the model's direct
+  children; block i + 1 for the i-th of them (registration order for the
+  default), 0 outside them. A backward op
+  takes the block of the saved tensors it reads, else that of the next
+  backward op that reads some.
+- Recompute: a recipe (recording.Dataflow.recipe): the writers of the saved
+  version, back to saved tensors at their saved version (the recompute
+  inputs) and to data from before the step that the step never modified
+  (parameters). Random ops are replayable: the runtime restores the
+  random-number state. A recipe longer than 64 ops, one that needs a version
+  the step overwrote, or one through an op with its own generator, cannot be
+  rebuilt. The cost is the recipe's ops' durations.
+- torch.utils.checkpoint inside the step is refused (ProfileError): it hides
+  the tensors the plan is meant to decide on.
 - Durations: "measured" (wall clock around each op, synchronized on CUDA), or
   "modelled" for a hardware preset from each op's FLOPs and bytes, the same
   roofline as the workload generator, so a CPU run can stand in for a GPU one.
 """
+import collections
 import math
 import time
 
@@ -32,19 +49,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from . import stubs
-from .hardware import HARDWARE_PRESETS
+from .hardware import HARDWARE_PRESETS, preset
+from .recording import VIEW_OPS, Dataflow, op_name, storage_key, storage_nbytes
 
 
 class ProfileError(RuntimeError):
     pass
 
-
-# Ops that return views or metadata only: no new storage, no kernel worth timing.
-_VIEW_OPS = {
-    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "squeeze",
-    "unsqueeze", "slice", "select", "split", "split_with_sizes", "chunk", "unbind", "detach",
-    "alias", "as_strided", "narrow", "lift_fresh", "_reshape_alias", "unflatten", "flatten",
-}
 
 _KINDS = [
     ("MATMUL", ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addbmm")),
@@ -57,8 +68,6 @@ _KINDS = [
     ("LOSS", ("nll_loss", "cross_entropy", "mse_loss", "log_softmax")),
 ]
 
-_MAX_REBUILD_OPS = 64
-
 
 def _kind(name):
     for kind, keys in _KINDS:
@@ -67,16 +76,12 @@ def _kind(name):
     return "ELEMENTWISE"
 
 
-def _storage_key(t):
-    return t.storage().data_ptr(), t.device
-
-
-def _nbytes(t):
-    return t.storage().nbytes()
-
-
 def _tensors(tree):
     return [x for x in tree_flatten(tree)[0] if isinstance(x, torch.Tensor)]
+
+
+def dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
 
 
 def _flops(name, args, out):
@@ -100,8 +105,18 @@ def _flops(name, args, out):
     return sum(o.numel() for o in outs)
 
 
+def passthrough_view(func, args, kwargs):
+    """Runs a view op. PyTorch 1.13 under a dispatch mode returns a Python
+    number when it detaches a saved wrapped number (the 2.0 of x / 2.0);
+    autograd needs a tensor, and the wrapped number itself has no history."""
+    out = func(*args, **kwargs)
+    if isinstance(out, (bool, int, float, complex)) and args and isinstance(args[0], torch.Tensor):
+        out = args[0]
+    return out
+
+
 class _Op:
-    __slots__ = ("name", "phase", "block", "flops", "bytes", "ns", "inputs", "outputs")
+    __slots__ = ("name", "phase", "block", "flops", "bytes", "ns")
 
 
 class _Recorder(TorchDispatchMode):
@@ -111,101 +126,72 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = func.overloadpacket.__name__.rstrip("_")
+        name = op_name(func)
+        if name in VIEW_OPS:
+            return passthrough_view(func, args, kwargs)
         p = self.p
-        if name in _VIEW_OPS:
-            out = func(*args, **kwargs)
-            # PyTorch 1.13 under a dispatch mode returns a Python number when it
-            # detaches a saved wrapped number (the 2.0 of x / 2.0); autograd
-            # needs a tensor, and the wrapped number itself has no history.
-            if isinstance(out, (bool, int, float, complex)) and args and isinstance(args[0], torch.Tensor):
-                out = args[0]
-            return out
-        inputs = _tensors((args, kwargs))
-        if p.measured and p.cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter_ns()
-        out = func(*args, **kwargs)
-        if p.measured and p.cuda:
-            torch.cuda.synchronize()
-        elapsed = time.perf_counter_ns() - start
-        p.record(name, args, inputs, _tensors(out), out, elapsed)
+        if p.phase == "BACKWARD" and p.flow.accumulates(func, args, kwargs):
+            return func(*args, **kwargs)
+
+        def run():
+            if p.measured and p.cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter_ns()
+            result = func(*args, **kwargs)
+            if p.measured and p.cuda:
+                torch.cuda.synchronize()
+            return result, time.perf_counter_ns() - start
+
+        rec, out = p.flow.record(func, args, kwargs, run)
+        p.record(rec, name, args, kwargs, out)
         return out
 
 
 class _Profiler:
     def __init__(self, model, timing, hardware):
         self.measured = timing == "measured"
-        self.rates = HARDWARE_PRESETS[hardware] if not self.measured else None
+        self.rates = preset(hardware) if not self.measured else None
         self.cuda = False
         self.phase = "FORWARD"
         self.block = 0
         self.ops = []
-        # storage key -> id, and per id: producer op, size, device
-        self.storage_id = {}
-        self.producer = []
-        self.size = []
-        self.external = []  # created before the step
-        self.uses = []  # per id: list of op indices that read it
-        self.saved = {}  # id -> True for saved activations
+        self.flow = Dataflow()
+        self.uses = collections.defaultdict(list)  # sid -> op indices that read it
+        self.saved = {}  # sid -> version when first saved (activations only)
+        self.saved_dtype = {}
         self.pending_unpacks = []
-        self.params = {_storage_key(t) for t in list(model.parameters()) + list(model.buffers())}
+        self.params = {storage_key(t) for t in list(model.parameters()) + list(model.buffers())}
 
-    def _id_for_input(self, t):
-        key = _storage_key(t)
-        if key not in self.storage_id:
-            self.storage_id[key] = len(self.producer)
-            self.producer.append(-1)
-            self.size.append(_nbytes(t))
-            self.external.append(True)
-            self.uses.append([])
-        return self.storage_id[key]
-
-    def record(self, name, args, inputs, outputs, out, elapsed_ns):
-        index = len(self.ops)
-        in_ids = []
-        for t in inputs:
-            if _storage_key(t) in self.params:
-                continue
-            in_ids.append(self._id_for_input(t))
-        in_keys = {_storage_key(t) for t in inputs}
-        out_ids = []
-        for t in outputs:
-            key = _storage_key(t)
-            if key in in_keys and key in self.storage_id:  # in place, or a view
-                out_ids.append(self.storage_id[key])
-                continue
-            # A new storage (the allocator may reuse an address: a new id).
-            self.storage_id[key] = len(self.producer)
-            self.producer.append(index)
-            self.size.append(_nbytes(t))
-            self.external.append(False)
-            self.uses.append([])
-            out_ids.append(self.storage_id[key])
+    def record(self, rec, name, args, kwargs, out):
+        index = rec.index
+        inputs = _tensors((args, kwargs))
+        outputs = _tensors(out)
         op = _Op()
         op.name = name
         op.phase = self.phase
-        op.inputs = sorted(set(in_ids))
-        op.outputs = sorted(set(out_ids))
         op.flops = _flops(name, args, out)
         op.bytes = sum(t.numel() * t.element_size() for t in inputs + outputs)
         if self.measured:
-            op.ns = int(elapsed_ns)
+            op.ns = int(rec.elapsed_ns)
         else:
             seconds = max(op.flops / self.rates["matmul"], op.bytes / self.rates["hbm"])
             op.ns = int(math.ceil(seconds * 1e9))
         if self.phase == "FORWARD":
             op.block = self.block
-            for i in op.inputs:
-                self.uses[i].append(index)
+            for sid in set(rec.reads):
+                self.uses[sid].append(index)
         else:
             reads = self.pending_unpacks
             self.pending_unpacks = []
-            for i in reads:
-                self.uses[i].append(index)
-            blocks = [self.ops[self.producer[i]].block for i in reads if self.producer[i] >= 0]
+            for sid in reads:
+                self.uses[sid].append(index)
+            blocks = [self.ops[self.producer(i)].block for i in reads if self.producer(i) >= 0]
             op.block = blocks[0] if blocks else None  # settled in finish_blocks()
         self.ops.append(op)
+
+    def producer(self, sid):
+        """The op that wrote the saved version (-1: data from before the step)."""
+        return self.flow.writers[sid][self.saved[sid]]
 
     def finish_blocks(self):
         """A backward op that reads no saved tensor (a gradient sum, a copy)
@@ -220,48 +206,39 @@ class _Profiler:
             following = op.block
 
     def pack(self, t):
-        if _storage_key(t) in self.params:
-            return (None, t)
+        if self.phase != "FORWARD":
+            raise ProfileError("a tensor was saved during backward (double backward is not "
+                               "supported)")
         self.cuda = self.cuda or t.is_cuda
-        i = self._id_for_input(t)
-        self.saved[i] = True
-        return (i, t)
+        if t.storage().nbytes() == 0:
+            return (None, t)
+        # Autograd saves an op's inputs before the op runs: a storage from
+        # before the step may be seen here first. Registering it here, as the
+        # runtime does, numbers the external storages the same way.
+        sid = self.flow.sid_of_input(t)
+        if storage_key(t) in self.params:
+            return (None, t)
+        if sid not in self.saved:
+            self.saved[sid] = self.flow.version[sid]
+            self.saved_dtype[sid] = t.dtype
+        return (sid, t)
 
     def unpack(self, handle):
-        i, t = handle
-        if i is not None:
-            self.pending_unpacks.append(i)
+        sid, t = handle
+        if sid is not None:
+            self.pending_unpacks.append(sid)
         return t
-
-    def rebuild(self, tensor_id):
-        """(recompute ns, saved inputs) of rebuilding a saved tensor, or None."""
-        cost, inputs, seen = 0, set(), set()
-        stack = [self.producer[tensor_id]]
-        while stack:
-            op_index = stack.pop()
-            if op_index in seen:
-                continue
-            seen.add(op_index)
-            if len(seen) > _MAX_REBUILD_OPS:
-                return None
-            op = self.ops[op_index]
-            cost += op.ns
-            for i in op.inputs:
-                if i == tensor_id:
-                    continue
-                if self.saved.get(i):
-                    inputs.add(i)
-                elif self.external[i] or self.producer[i] < 0:
-                    return None  # data from before the step, not saved
-                else:
-                    stack.append(self.producer[i])
-        return cost, inputs
 
     def to_trace(self, name):
         stubs.load()
         from slackswap.v1 import trace_pb2
+        flow = self.flow
         trace = trace_pb2.Trace(name=name[:256])
-        shift = 1 if any(self.external[i] for i in self.saved) else 0
+        # Saved but never read in backward: not an activation the plan manages.
+        order = [s for s in sorted(self.saved)
+                 if any(self.ops[u].phase == "BACKWARD" for u in self.uses[s])]
+        position = {s: k for k, s in enumerate(order)}
+        shift = 1 if any(self.producer(s) < 0 for s in order) else 0
         if shift:
             trace.operators.add(name="input", phase=trace_pb2.PHASE_FORWARD,
                                 kind=trace_pb2.OP_KIND_OTHER, duration_ns=0, block_index=0)
@@ -270,57 +247,118 @@ class _Profiler:
                 name=op.name, phase=getattr(trace_pb2, "PHASE_" + op.phase),
                 kind=getattr(trace_pb2, "OP_KIND_" + _kind(op.name)), duration_ns=op.ns,
                 block_index=op.block, flops=int(op.flops), memory_traffic_bytes=int(op.bytes))
-        # Saved but never read in backward: not an activation the plan manages.
-        order = [i for i in sorted(self.saved)
-                 if any(self.ops[u].phase == "BACKWARD" for u in self.uses[i])]
-        position = {i: k for k, i in enumerate(order)}
-        for i in order:
-            t = trace.tensors.add(name=f"saved{position[i]}", size_bytes=self.size[i])
-            t.producer_op = 0 if self.external[i] else self.producer[i] + shift
-            t.use_ops.extend(sorted({u + shift for u in self.uses[i]}))
-            rebuild = None if self.external[i] else self.rebuild(i)
-            if rebuild is None:
+
+        def is_leaf(s, v):
+            return s in position and self.saved[s] == v
+
+        for s in order:
+            producer = self.producer(s)
+            t = trace.tensors.add(name=f"saved{position[s]}", size_bytes=flow.nbytes[s],
+                                  dtype=dtype_name(self.saved_dtype[s]))
+            t.use_ops.extend(sorted({u + shift for u in self.uses[s] if u > producer}))
+            if producer < 0:
+                # The caller holds its inputs (and autograd the scalars it
+                # wraps): a copy to host would free nothing. Kept.
+                t.producer_op = 0
+                t.producer_output = flow.external_rank[s]
+                t.swap_forbidden = True
                 t.recompute_forbidden = True
-            else:
-                cost, inputs = rebuild
-                t.recompute_duration_ns = cost
-                t.recompute_inputs.extend(sorted(position[j] for j in inputs if j in position))
-                if any(j not in position for j in inputs):
-                    t.recompute_forbidden = True
+                continue
+            t.producer_op = producer + shift
+            rec = flow.ops[producer]
+            t.producer_output = (rec.outputs.index(s) if s in rec.outputs
+                                 else -1 - rec.writes.index(s))
+            ops, leaves = flow.recipe(s, self.saved[s], is_leaf, writes_after=flow.version)
+            if ops is None or any(self.ops[w].phase != "FORWARD" for w in ops):
+                t.recompute_forbidden = True
+                continue
+            t.recompute_duration_ns = sum(self.ops[w].ns for w in ops)
+            t.recompute_inputs.extend(sorted(position[j] for j in leaves if j in position))
         return trace
 
 
-def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=None):
+def _block_modules(model, blocks):
+    """The modules whose forward passes are blocks 1, 2, ... (see the module doc)."""
+    if blocks is not None:
+        return list(blocks)
+    by_class = collections.defaultdict(list)
+    depth = {}
+
+    def walk(module, d):
+        for child in module.children():
+            if any(True for _ in child.children()):
+                by_class[type(child)].append(child)
+                depth.setdefault(type(child), d)
+            walk(child, d + 1)
+
+    walk(model, 0)
+    repeated = [(len(mods), -depth[cls], mods) for cls, mods in by_class.items() if len(mods) > 1]
+    if repeated:
+        return max(repeated, key=lambda r: (r[0], r[1]))[2]
+    return list(model.children())
+
+
+class _NoCheckpoint:
+    """Refuses torch.utils.checkpoint inside the profiled step."""
+
+    def __enter__(self):
+        import torch.utils.checkpoint as cp
+        self.cp = cp
+        self.saved = {}
+
+        def refuse(*args, **kwargs):
+            raise ProfileError(
+                "the step uses torch.utils.checkpoint: its recomputation hides the tensors "
+                "the plan decides on (and the reentrant form saves none). Profile and run the "
+                "model without it; the plan chooses what to recompute")
+
+        for owner, attr in ((cp.CheckpointFunction, "forward"),
+                            (cp, "_checkpoint_without_reentrant")):
+            if hasattr(owner, attr):
+                self.saved[(owner, attr)] = owner.__dict__.get(attr, getattr(owner, attr))
+                setattr(owner, attr, staticmethod(refuse) if owner is cp.CheckpointFunction
+                        else refuse)
+        return self
+
+    def __exit__(self, *exc):
+        for (owner, attr), value in self.saved.items():
+            setattr(owner, attr, value)
+
+
+def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=None, blocks=None):
     """Runs one training step (forward, loss, backward) of `model` on `inputs`
     (a tuple of positional arguments) and returns it as a slackswap.v1.Trace.
 
     loss_fn(output) -> scalar tensor. timing: "measured" (wall clock on the
     device the step runs on) or "modelled" (from FLOPs and bytes for the
-    `hardware` preset). Gradients are left in the parameters, as after any
-    backward pass.
+    `hardware` preset, case-insensitive). blocks: the modules that are the
+    trace's blocks (default: the repeated layers). Gradients are left in the
+    parameters, as after any backward pass.
     """
     if timing not in ("measured", "modelled"):
         raise ValueError("timing must be 'measured' or 'modelled'")
-    if timing == "modelled" and hardware not in HARDWARE_PRESETS:
-        raise ValueError(f"unknown hardware preset {hardware!r}; valid: "
-                         f"{', '.join(HARDWARE_PRESETS)}")
+    if timing == "modelled":
+        preset(hardware)  # a clear error for an unknown name
     p = _Profiler(model, timing, hardware)
-    children = list(model.children())
     handles = []
-    for index, child in enumerate(children):
+    stack = []
+    for index, module in enumerate(_block_modules(model, blocks)):
         def enter(module, args, block=index + 1):
+            stack.append(p.block)
             p.block = block
+
         def leave(module, args, output):
-            p.block = 0
-        handles.append(child.register_forward_pre_hook(enter))
-        handles.append(child.register_forward_hook(leave))
+            p.block = stack.pop() if stack else 0
+        handles.append(module.register_forward_pre_hook(enter))
+        handles.append(module.register_forward_hook(leave))
     try:
-        with torch.autograd.graph.saved_tensors_hooks(p.pack, p.unpack):
-            with _Recorder(p):
-                output = model(*inputs)
-                loss = loss_fn(output)
-                p.phase = "BACKWARD"
-                loss.backward()
+        with _NoCheckpoint():
+            with torch.autograd.graph.saved_tensors_hooks(p.pack, p.unpack):
+                with _Recorder(p):
+                    output = model(*inputs)
+                    loss = loss_fn(output)
+                    p.phase = "BACKWARD"
+                    loss.backward()
     finally:
         for h in handles:
             h.remove()

@@ -115,3 +115,32 @@ def vgg16(num_classes=10):
     except ImportError:
         return None
     return torchvision.models.vgg16(num_classes=num_classes)
+
+
+def resnet50(num_classes=10):
+    """torchvision's ResNet-50 (random weights; in-place ReLUs, batch norm),
+    or None when torchvision is missing."""
+    try:
+        import torchvision
+    except ImportError:
+        return None
+    return torchvision.models.resnet50(num_classes=num_classes)
+
+
+class LSTMModel(nn.Module):
+    """Embedding, a two-layer nn.LSTM with dropout between the layers, and a
+    linear head: the LSTM's gates are written in place on CPU."""
+
+    def __init__(self, vocab=64, hidden=32, layers=2, dropout=0.1):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, hidden)
+        self.lstm = nn.LSTM(hidden, hidden, layers, batch_first=True, dropout=dropout)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.embedding(tokens))
+        return self.head(out)
+
+
+def lstm(vocab=64, hidden=32, layers=2):
+    return LSTMModel(vocab, hidden, layers)

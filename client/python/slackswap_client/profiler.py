@@ -11,9 +11,10 @@ What is recorded, and how:
 - Saved tensors: autograd.graph.saved_tensors_hooks. Every tensor autograd
   saves is keyed by its storage, so views and tensors saved twice count once,
   with the storage's size. Parameters and buffers are not activations and are
-  skipped. The producer is the op that wrote the saved version of the storage
-  (the last writer before it was first saved: an in-place ReLU, `y += h`, the
-  bernoulli_ that fills a dropout mask), not the op that allocated it. Inputs
+  skipped. The producer is the op that wrote the version backward reads (the
+  storage's last writer in forward: an in-place ReLU, `y += h`, the div_ that
+  scales a dropout mask, the last gate an LSTM writes into its gates buffer),
+  not the op that allocated it. Inputs
   created before the step get a synthetic "input" op at the start and are
   kept (neither swapped nor recomputed: the caller holds them, so a copy to
   host would free nothing). Forward uses are the ops after the producer that read the
@@ -157,8 +158,8 @@ class _Profiler:
         self.ops = []
         self.flow = Dataflow()
         self.uses = collections.defaultdict(list)  # sid -> op indices that read it
-        self.saved = {}  # sid -> version when first saved (activations only)
-        self.saved_dtype = {}
+        self.saved = {}  # sid -> dtype when first saved (activations only)
+        self.forward_version = None  # per sid, at the end of forward
         self.pending_unpacks = []
         self.params = {storage_key(t) for t in list(model.parameters()) + list(model.buffers())}
 
@@ -189,9 +190,20 @@ class _Profiler:
             op.block = blocks[0] if blocks else None  # settled in finish_blocks()
         self.ops.append(op)
 
+    def end_forward(self):
+        self.phase = "BACKWARD"
+        self.forward_version = list(self.flow.version)
+
+    def version(self, sid):
+        """The version backward reads: the last one forward wrote. (A storage
+        can be saved and then written elsewhere, as the LSTM's gates are
+        chunk by chunk; autograd only forbids writes to the saved part.)"""
+        return self.forward_version[sid] if sid < len(self.forward_version) else \
+            self.flow.version[sid]
+
     def producer(self, sid):
-        """The op that wrote the saved version (-1: data from before the step)."""
-        return self.flow.writers[sid][self.saved[sid]]
+        """The op that wrote that version (-1: data from before the step)."""
+        return self.flow.writers[sid][self.version(sid)]
 
     def finish_blocks(self):
         """A backward op that reads no saved tensor (a gradient sum, a copy)
@@ -219,8 +231,7 @@ class _Profiler:
         if storage_key(t) in self.params:
             return (None, t)
         if sid not in self.saved:
-            self.saved[sid] = self.flow.version[sid]
-            self.saved_dtype[sid] = t.dtype
+            self.saved[sid] = t.dtype
         return (sid, t)
 
     def unpack(self, handle):
@@ -249,12 +260,12 @@ class _Profiler:
                 block_index=op.block, flops=int(op.flops), memory_traffic_bytes=int(op.bytes))
 
         def is_leaf(s, v):
-            return s in position and self.saved[s] == v
+            return s in position and self.version(s) == v
 
         for s in order:
             producer = self.producer(s)
             t = trace.tensors.add(name=f"saved{position[s]}", size_bytes=flow.nbytes[s],
-                                  dtype=dtype_name(self.saved_dtype[s]))
+                                  dtype=dtype_name(self.saved[s]))
             t.use_ops.extend(sorted({u + shift for u in self.uses[s] if u > producer}))
             if producer < 0:
                 # The caller holds its inputs (and autograd the scalars it
@@ -268,7 +279,7 @@ class _Profiler:
             rec = flow.ops[producer]
             t.producer_output = (rec.outputs.index(s) if s in rec.outputs
                                  else -1 - rec.writes.index(s))
-            ops, leaves = flow.recipe(s, self.saved[s], is_leaf, writes_after=flow.version)
+            ops, leaves = flow.recipe(s, self.version(s), is_leaf, writes_after=flow.version)
             if ops is None or any(self.ops[w].phase != "FORWARD" for w in ops):
                 t.recompute_forbidden = True
                 continue
@@ -357,7 +368,7 @@ def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=Non
                 with _Recorder(p):
                     output = model(*inputs)
                     loss = loss_fn(output)
-                    p.phase = "BACKWARD"
+                    p.end_forward()
                     loss.backward()
     finally:
         for h in handles:

@@ -166,10 +166,11 @@ class _Static:
 class _Handle:
     """What autograd keeps for a swapped or recomputed tensor: which trace
     tensor, and the view."""
-    __slots__ = ("tid", "size", "stride", "offset", "dtype")
+    __slots__ = ("tid", "sid", "size", "stride", "offset", "dtype")
 
-    def __init__(self, tid, t):
+    def __init__(self, tid, t, sid=None):
         self.tid = tid
+        self.sid = sid
         self.size = tuple(t.shape)
         self.stride = tuple(t.stride())
         self.offset = t.storage_offset()
@@ -184,11 +185,11 @@ class _Mode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         rt = self.rt
-        if rt._internal or rt._done:
-            return func(*args, **kwargs)
         name = op_name(func)
         if name in VIEW_OPS:
             return passthrough_view(func, args, kwargs)
+        if rt._internal or rt._done:
+            return func(*args, **kwargs)
         return rt._dispatch(func, name, args, kwargs)
 
 
@@ -202,8 +203,9 @@ class Runtime:
     on_mismatch: "raise" (MismatchError) or "keep" (warn, keep from there on).
     A Runtime can be entered once per step, step after step; its host buffers
     are reused. After a step, `ledger` lists (kind, index, bytes) per started
-    operator ("op") or rebuild ("rebuild"): the saved bytes the runtime held,
-    and `peak_bytes` their maximum.
+    operator ("op") or rebuild ("rebuild"): the saved bytes the runtime held
+    (with the op's workspace, from the trace), and `peak_bytes` the most it
+    held at any moment (prefetches start between samples).
     """
 
     def __init__(self, trace, plan, budget_bytes=None, on_mismatch="raise"):
@@ -224,6 +226,7 @@ class Runtime:
         self._d2h_stream = self._h2d_stream = None
         self.ledger = []
         self.peak_bytes = 0
+        self.packs = 0  # saved tensors seen, over every step
 
     # ----- entering and leaving -----
 
@@ -307,6 +310,7 @@ class Runtime:
     def _hold(self, tid, tensor):
         if tid not in self._held:
             self._bytes += self.s.size[tid]
+            self.peak_bytes = max(self.peak_bytes, self._bytes + self._workspace)
         self._held[tid] = tensor
 
     def _let_go(self, tid):
@@ -431,6 +435,7 @@ class Runtime:
     # ----- saved tensor hooks -----
 
     def _pack(self, t):
+        self.packs += 1
         if self._degraded or self._done:
             return t
         if self._next_op > self.s.num_forward:
@@ -444,7 +449,15 @@ class Runtime:
             # before the step may be seen here first (as by the profiler).
             self.flow.sid_of_input(t, self._on_external)
         tid = self._key_tid.get(key)
-        if tid is None or self.s.decision[tid] == "keep":
+        if tid is None:
+            sid = self.flow.key_to_sid[key]
+            if self.flow.writers[sid][0] >= 0 and sid not in self._sid_tid:
+                # Saved before its producer (the last writer in forward) ran,
+                # as an LSTM saves its gates chunk by chunk: the trace tensor
+                # it becomes is bound at the producer, resolved at unpack.
+                return _Handle(None, t, sid)
+            return t
+        if self.s.decision[tid] == "keep":
             return t
         base = self._held.get(tid)
         if base is None or base.dtype != t.dtype:  # a view as another dtype: kept
@@ -454,6 +467,11 @@ class Runtime:
     def _unpack(self, h):
         if not isinstance(h, _Handle):
             return h
+        if h.tid is None:
+            h.tid = self._sid_tid.get(h.sid)
+            if h.tid is None:
+                raise MismatchError("a tensor saved in forward was never produced as the trace "
+                                    "says (the step differs from its profile)")
         if not self._degraded and not self._boundary_done and self._next_op < self.s.n_ops:
             self._begin_op(self._next_op)
             self._boundary_done = True

@@ -1,0 +1,372 @@
+"""Tests of the PyTorch runtime (client/python/slackswap_client/runtime.py) on
+CPU, against a real slackswap-server.
+
+For GPT- and BERT-style transformers, torchvision's ResNet-50 and an LSTM, at
+budgets 0.3/0.5/0.7 (SlackSwap's plans) and all-swap, all-recompute and
+random plans: the step run under the runtime gives the loss, every gradient
+and every buffer bitwise equal to an unmodified step; the saved bytes the
+runtime holds, operator by operator and rebuild by rebuild, equal the event
+model's resident bytes (Simulate's timeline) for the same plan on the trace
+with equal operator times and a fast link (the CPU runtime's clock), and
+never exceed the budget; no hook or mode is left behind, after a step or an
+exception inside it.
+
+Usage: runtime_test.py --server BIN --repo ROOT
+"""
+import argparse
+import copy
+import os
+import random
+import re
+import subprocess
+import sys
+import unittest
+import warnings
+
+import torch
+
+ARGS = None
+SERVER = None
+
+
+def setup_paths(repo):
+    sys.path.insert(0, os.path.join(repo, "client", "python"))
+    sys.path.insert(0, os.path.join(repo, "client", "python", "examples"))
+    os.environ["SLACKSWAP_PROTO_DIR"] = os.path.join(repo, "proto")
+
+
+def start_server():
+    proc = subprocess.Popen([ARGS.server, "--listen", "127.0.0.1:0", "--metrics", ""],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = proc.stdout.readline()
+    match = re.match(r"listening on port (\d+)", line)
+    if not match:
+        proc.kill()
+        raise RuntimeError("server did not start: " + line)
+    return proc, f"127.0.0.1:{match.group(1)}"
+
+
+def make(which):
+    """(model, input, loss_fn), deterministic."""
+    import models
+    torch.manual_seed(0)
+    if which in ("gpt", "bert"):
+        model = getattr(models, which)(2, 32, 4, 16, 64)
+        x = torch.randint(0, 64, (2, 16))
+        return model, x, models.language_model_loss(x)
+    if which == "resnet50":
+        model = models.resnet50()
+        if model is None:
+            return None
+        return model, torch.randn(2, 3, 32, 32), lambda out: out.logsumexp(-1).mean()
+    if which == "lstm":
+        model = models.lstm()
+        x = torch.randint(0, 64, (2, 12))
+        return model, x, models.language_model_loss(x)
+    raise ValueError(which)
+
+
+def uniform_copy(trace):
+    """The trace as the CPU runtime's clock sees it: every operator and
+    rebuild 1 ms."""
+    out = copy.deepcopy(trace)
+    for op in out.operators:
+        op.duration_ns = 1_000_000
+    for t in out.tensors:
+        if not t.recompute_forbidden:
+            t.recompute_duration_ns = 1_000_000
+    return out
+
+
+def fast_link():
+    from slackswap.v1 import hardware_pb2
+    return hardware_pb2.Hardware(name="fast", d2h_bytes_per_second=10**18,
+                                 h2d_bytes_per_second=10**18, transfer_latency_ns=0,
+                                 gpu_memory_bytes=1 << 40)
+
+
+def forward_ops(trace):
+    from slackswap.v1 import trace_pb2
+    return sum(1 for op in trace.operators if op.phase == trace_pb2.PHASE_FORWARD)
+
+
+def decisions_plan(trace, kind, rng):
+    """A Plan of decisions: "swap" (every tensor that may be), "recompute"
+    (likewise) or "random" (random decisions and prefetch issue points)."""
+    from slackswap.v1 import plan_pb2
+    nf = forward_ops(trace)
+    plan = plan_pb2.Plan()
+    for t in trace.tensors:
+        allowed = [plan_pb2.DECISION_KEEP]
+        if not t.swap_forbidden:
+            allowed.append(plan_pb2.DECISION_SWAP)
+        if not t.recompute_forbidden:
+            allowed.append(plan_pb2.DECISION_RECOMPUTE)
+        if kind == "swap":
+            d = plan_pb2.DECISION_SWAP if plan_pb2.DECISION_SWAP in allowed else allowed[0]
+        elif kind == "recompute":
+            d = plan_pb2.DECISION_RECOMPUTE if plan_pb2.DECISION_RECOMPUTE in allowed \
+                else allowed[0]
+        else:
+            d = rng.choice(allowed)
+        tp = plan.tensors.add(decision=d)
+        if d == plan_pb2.DECISION_SWAP:
+            last_forward = max([t.producer_op] + [u for u in t.use_ops if u < nf])
+            tp.prefetch_issue_op = rng.randint(last_forward + 1, nf) if kind == "random" else nf
+    return plan
+
+
+class Step:
+    """Runs the model's step from the same state, plainly or in a runtime."""
+
+    def __init__(self, which):
+        self.model, self.x, self.loss_fn = make(which)
+        self.state = copy.deepcopy(self.model.state_dict())
+
+    def __call__(self, runtime=None, x=None):
+        model = self.model
+        model.load_state_dict(self.state)
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(1)
+        loss_fn = self.loss_fn
+        if x is not None:
+            import models
+            loss_fn = models.language_model_loss(x)
+        x = self.x if x is None else x
+        if runtime is None:
+            loss = loss_fn(model(x))
+            loss.backward()
+        else:
+            with runtime:
+                loss = loss_fn(model(x))
+                loss.backward()
+        return (loss.detach().clone(), [p.grad.clone() for p in model.parameters()],
+                [b.clone() for b in model.buffers()])
+
+
+def assert_bitwise(test, expected, got, what):
+    test.assertTrue(torch.equal(expected[0], got[0]), f"{what}: loss")
+    for i, (a, b) in enumerate(zip(expected[1], got[1])):
+        test.assertTrue(torch.equal(a, b), f"{what}: gradient {i}")
+    for i, (a, b) in enumerate(zip(expected[2], got[2])):
+        test.assertTrue(torch.equal(a, b), f"{what}: buffer {i}")
+
+
+def assert_nothing_left(test, runtime):
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+    test.assertIsNone(_get_current_dispatch_mode())
+    packs = runtime.packs
+    x = torch.ones(3, requires_grad=True)
+    x.exp().sum().backward()
+    test.assertEqual(runtime.packs, packs, "a saved-tensor hook is still installed")
+
+
+class RuntimeModelsTest(unittest.TestCase):
+    """The runtime on four models, each at SlackSwap's budgets and under
+    all-swap, all-recompute and random plans."""
+
+    def check_model(self, which):
+        from slackswap.v1 import planning_pb2, simulation_pb2
+        from slackswap_client import Client, Runtime, profile
+        if make(which) is None:
+            self.skipTest("python3-torchvision is not installed")
+        step = Step(which)
+        trace = profile(step.model, (step.x,), step.loss_fn)
+        plain = step()
+        uniform = uniform_copy(trace)
+        cases = []
+        rng = random.Random(7)
+        with Client(SERVER, deadline=60) as client:
+            planned = 0
+            for fraction in (0.3, 0.5, 0.7):
+                # SlackSwap's plan for the A100; and one made for the runtime's
+                # CPU clock (a plan for one link speed can deadlock at another:
+                # prefetches admitted earlier hold memory a rebuild needs).
+                report = client.plan(trace, "a100", budget_fraction=fraction).report
+                if report.outcome == planning_pb2.PLAN_OUTCOME_PLANNED:
+                    planned += 1
+                    cases.append((f"a100 {fraction}", report.plan, report.metrics.budget_bytes))
+                report = client.plan(uniform, fast_link(), budget_fraction=fraction).report
+                if report.outcome == planning_pb2.PLAN_OUTCOME_PLANNED:
+                    cases.append((f"cpu clock {fraction}", report.plan,
+                                  report.metrics.budget_bytes))
+            self.assertGreaterEqual(planned, 2, f"{which}: SlackSwap planned too few budgets")
+            for kind in ("swap", "recompute", "random", "random"):
+                plan = decisions_plan(trace, kind, rng)
+                unlimited = client.simulate(uniform, plan, fast_link(), budget_bytes=1 << 50)
+                # At the plan's own peak: the budget binds where it peaks.
+                cases.append((kind, unlimited.plan, unlimited.metrics.peak_resident_bytes))
+            checked = 0
+            for name, plan, budget in cases:
+                what = f"{which} {name}"
+                simulated = client.simulate(uniform, plan, fast_link(), budget_bytes=budget,
+                                            timeline=True)
+                runtime = Runtime(trace, simulated.plan, budget_bytes=budget)
+                assert_bitwise(self, plain, step(runtime), what)
+                assert_nothing_left(self, runtime)
+                if simulated.metrics.outcome != simulation_pb2.SIMULATION_OUTCOME_COMPLETED:
+                    continue  # an A100 plan that deadlocks at the CPU clock's speed
+                checked += 1
+                expected = [("op" if e.kind == simulation_pb2.TIMELINE_EVENT_KIND_OP
+                             else "rebuild", e.index, e.resident_bytes)
+                            for e in simulated.timeline.events
+                            if e.kind in (simulation_pb2.TIMELINE_EVENT_KIND_OP,
+                                          simulation_pb2.TIMELINE_EVENT_KIND_REBUILD)]
+                first = next((i for i, (a, b) in enumerate(zip(runtime.ledger, expected))
+                              if a != b), None)
+                self.assertEqual(len(runtime.ledger), len(expected), what)
+                self.assertIsNone(first, f"{what}: step {first}: runtime "
+                                  f"{runtime.ledger[first] if first is not None else ''}, "
+                                  f"event model {expected[first] if first is not None else ''}")
+                self.assertLessEqual(runtime.peak_bytes, budget, what)
+                self.assertEqual(runtime.peak_bytes, simulated.metrics.peak_resident_bytes, what)
+                self.assertEqual(runtime.over_budget, 0, what)
+            self.assertGreaterEqual(checked, len(cases) - 3, what)
+        return trace
+
+    def test_gpt(self):
+        self.check_model("gpt")
+
+    def test_bert(self):
+        self.check_model("bert")
+
+    def test_resnet50(self):
+        self.check_model("resnet50")
+
+    def test_lstm(self):
+        self.check_model("lstm")
+
+
+class RuntimeBehaviourTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        from slackswap_client import Client, profile
+        cls.step = Step("gpt")
+        cls.trace = profile(cls.step.model, (cls.step.x,), cls.step.loss_fn)
+        with Client(SERVER, deadline=60) as client:
+            cls.report = client.plan(cls.trace, "a100", budget_fraction=0.4).report
+        decisions = {t.decision for t in cls.report.plan.tensors}
+        assert len(decisions) == 3, decisions  # keep, swap and recompute
+
+    def test_steps_after_steps_with_an_optimizer(self):
+        # Three steps with SGD between them (gradients zeroed, not set to
+        # None: autograd adds into them), the runtime reused: every step
+        # bitwise equal to the same loop without it.
+        from slackswap_client import Runtime
+
+        def train(runtime):
+            model = self.step.model
+            model.load_state_dict(self.step.state)
+            model.zero_grad(set_to_none=True)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            torch.manual_seed(3)
+            losses = []
+            for _ in range(3):
+                optimizer.zero_grad(set_to_none=False)
+                if runtime is None:
+                    loss = self.step.loss_fn(model(self.step.x))
+                    loss.backward()
+                else:
+                    with runtime:
+                        loss = self.step.loss_fn(model(self.step.x))
+                        loss.backward()
+                optimizer.step()
+                losses.append(loss.detach().clone())
+            return losses, [p.detach().clone() for p in model.parameters()]
+
+        expected = train(None)
+        runtime = Runtime(self.trace, self.report)
+        got = train(runtime)
+        for a, b in zip(expected[0] + expected[1], got[0] + got[1]):
+            self.assertTrue(torch.equal(a, b))
+        self.assertLessEqual(runtime.peak_bytes, self.report.metrics.budget_bytes)
+
+    def test_a_different_shape_is_named(self):
+        from slackswap_client import MismatchError, Runtime
+        longer = torch.randint(0, 64, (3, 16))  # batch 3, not 2
+        with self.assertRaises(MismatchError) as error:
+            self.step(Runtime(self.trace, self.report), x=longer)
+        self.assertRegex(str(error.exception), r"saved tensor \d+ .*the trace has \d+ bytes")
+        assert_nothing_left(self, Runtime(self.trace, self.report))
+
+    def test_a_different_model_is_named(self):
+        from slackswap_client import MismatchError, Runtime
+        other = Step("lstm")
+        with self.assertRaises(MismatchError) as error:
+            other(Runtime(self.trace, self.report))
+        self.assertRegex(str(error.exception), r"^op 1: the trace has arange, the step ran ")
+
+    def test_keep_on_mismatch_warns_and_stays_exact(self):
+        from slackswap_client import Runtime
+        longer = torch.randint(0, 64, (3, 16))
+        expected = self.step(x=longer)
+        runtime = Runtime(self.trace, self.report, on_mismatch="keep")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = self.step(runtime, x=longer)
+        self.assertTrue(any("keeping every tensor" in str(w.message) for w in caught))
+        assert_bitwise(self, expected, got, "after a mismatch")
+        # A mismatch in the middle of forward (an extra op in one layer):
+        # what was already swapped or dropped comes back on demand.
+        model = self.step.model
+        layer = model.layer1
+        original = layer.forward
+
+        def patched(x):
+            return original(x * 1.0)
+        layer.forward = patched
+        try:
+            expected = self.step()
+            with warnings.catch_warnings(record=True):
+                warnings.simplefilter("always")
+                got = self.step(Runtime(self.trace, self.report, on_mismatch="keep"))
+        finally:
+            layer.forward = original
+        assert_bitwise(self, expected, got, "a mismatch in the middle of forward")
+
+    def test_nothing_left_after_an_exception(self):
+        from slackswap_client import Runtime
+        runtime = Runtime(self.trace, self.report)
+        with self.assertRaises(ZeroDivisionError):
+            with runtime:
+                self.step.model(self.step.x)
+                1 / 0
+        assert_nothing_left(self, runtime)
+        # The runtime can run a full step afterwards.
+        assert_bitwise(self, self.step(), self.step(runtime), "after an exception")
+
+    def test_a_plan_without_its_schedule_is_refused(self):
+        from slackswap.v1 import plan_pb2
+        from slackswap_client import Runtime
+        bare = plan_pb2.Plan()
+        bare.tensors.extend(self.report.plan.tensors)
+        with self.assertRaisesRegex(ValueError, "plan.prefetches"):
+            Runtime(self.trace, bare, budget_bytes=self.report.metrics.budget_bytes)
+        with self.assertRaisesRegex(ValueError, "budget_bytes"):
+            Runtime(self.trace, self.report.plan)
+
+
+def main():
+    global ARGS, SERVER
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--repo", required=True)
+    ARGS, rest = parser.parse_known_args()
+    setup_paths(ARGS.repo)
+    from slackswap_client import stubs
+    stubs.load()
+    proc, SERVER = start_server()
+    try:
+        program = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    failed = len(program.result.failures) + len(program.result.errors)
+    skipped = len(program.result.skipped)
+    print(f"{program.result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
+    sys.exit(0 if program.result.wasSuccessful() else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -100,15 +100,15 @@ class ProfilerTest(unittest.TestCase):
             # reductions) sit between blocks; compare the ones that read.
             if op.phase == 1 or i in readers:
                 ops[(op.block_index, op.phase)].append((op.name, op.kind))
-        # Block 0 is outside the children; the children are embedding (1),
-        # layer0 (2), layer1 (3) and head (4).
-        self.assertEqual(ops[(2, 1)], ops[(3, 1)])
-        self.assertEqual(ops[(2, 2)], ops[(3, 2)])
-        self.assertGreater(len(ops[(2, 1)]), 10)
-        self.assertGreater(len(ops[(2, 2)]), 10)
+        # The blocks are the repeated layers: layer0 (1) and layer1 (2);
+        # the embedding and the head are outside them (0).
+        self.assertEqual(ops[(1, 1)], ops[(2, 1)])
+        self.assertEqual(ops[(1, 2)], ops[(2, 2)])
+        self.assertGreater(len(ops[(1, 1)]), 10)
+        self.assertGreater(len(ops[(1, 2)]), 10)
         per_block = bytes_per_block(trace)
-        self.assertEqual(per_block[2], per_block[3])
-        self.assertEqual(sorted(b for b in per_block if per_block[b]), [0, 1, 2, 3, 4])
+        self.assertEqual(per_block[1], per_block[2])
+        self.assertEqual(sorted(b for b in per_block if per_block[b]), [0, 1, 2])
 
     def test_layer_saved_bytes_match_the_analytic_count(self):
         # Per layer of models.Block with plain attention and dropout, element
@@ -134,8 +134,8 @@ class ProfilerTest(unittest.TestCase):
                         + 4 * l * S * B + S * S)
             trace, _, _ = profiled_gpt(dtype=dtype)
             per_block = bytes_per_block(trace)
+            self.assertEqual(per_block[1], expected, dtype)
             self.assertEqual(per_block[2], expected, dtype)
-            self.assertEqual(per_block[3], expected, dtype)
 
     def test_modelled_times_follow_the_roofline_and_measured_ones_are_real(self):
         from slackswap_client import HARDWARE_PRESETS
@@ -169,6 +169,109 @@ class ProfilerTest(unittest.TestCase):
         self.assertGreater(len(trace.tensors), 13)
 
 
+class RecipeTest(unittest.TestCase):
+    """Producers and recompute recipes where storages are written in place."""
+
+    def test_an_in_place_add_is_the_producer_and_its_inputs_the_recipe(self):
+        from torch import nn
+        from slackswap_client import profile
+
+        class Residual(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Linear(8, 8)
+                self.b = nn.Linear(8, 8)
+
+            def forward(self, x):
+                y = self.a(x)
+                y += self.b(x)  # writes a's output in place
+                return y * y    # saves y, after the add
+
+        torch.manual_seed(0)
+        trace = profile(Residual(), (torch.randn(4, 8),), lambda out: out.sum())
+        names = [op.name for op in trace.operators]
+        y = [t for t in trace.tensors if names[t.producer_op] == "add"]
+        self.assertEqual(len(y), 1, [names[t.producer_op] for t in trace.tensors])
+        y = y[0]
+        self.assertFalse(y.recompute_forbidden)
+        # Rebuilding y reruns both matmuls and the add, from the saved input.
+        forward = [i for i, op in enumerate(trace.operators) if op.phase == 1]
+        recipe = [i for i in forward if names[i] in ("addmm", "add")]
+        self.assertEqual(len(recipe), 3, names)
+        self.assertEqual(y.recompute_duration_ns,
+                         sum(trace.operators[i].duration_ns for i in recipe))
+        inputs = [i for i, t in enumerate(trace.tensors) if t.producer_op == 0]
+        self.assertEqual(list(y.recompute_inputs), inputs)
+
+    def test_resnet50_in_place_relus_produce_their_outputs(self):
+        import models
+        from slackswap_client import profile
+        model = models.resnet50()
+        if model is None:
+            self.skipTest("python3-torchvision is not installed")
+        torch.manual_seed(0)
+        trace = profile(model, (torch.randn(2, 3, 32, 32),), lambda out: out.sum())
+        names = [op.name for op in trace.operators]
+        total = sum(t.size_bytes for t in trace.tensors)
+        by_relu = [t for t in trace.tensors if names[t.producer_op] == "relu"]
+        # Every ReLU in ResNet-50 is in place: its output is the batch norm's.
+        self.assertGreater(sum(t.size_bytes for t in by_relu), 0.3 * total)
+        for t in by_relu:
+            self.assertFalse(t.recompute_forbidden)
+            # The recipe reruns what the ReLU overwrote: the batch norm, or
+            # the residual add (itself in place) at a bottleneck's end.
+            self.assertGreater(t.recompute_duration_ns, trace.operators[t.producer_op].duration_ns)
+            self.assertIn(names[t.producer_op - 1], ("native_batch_norm", "add"))
+        self.assertFalse({"empty", "empty_like"} & {names[t.producer_op] for t in trace.tensors})
+        # The blocks are the 16 bottlenecks.
+        self.assertEqual(max(op.block_index for op in trace.operators), 16)
+
+    def test_dropout_masks_are_recomputable_from_their_random_state(self):
+        trace, _, _ = profiled_gpt(layers=2)
+        names = [op.name for op in trace.operators]
+        masks = [t for t in trace.tensors
+                 if names[t.producer_op] == "div" and "bernoulli" in names[t.producer_op - 2:
+                                                                        t.producer_op]]
+        # The embedding's dropout and three per layer.
+        self.assertEqual(len(masks), 1 + 3 * 2, names)
+        for t in masks:
+            self.assertFalse(t.recompute_forbidden)
+
+    def test_checkpointing_inside_the_step_is_refused(self):
+        import torch.utils.checkpoint as cp
+        from torch import nn
+        from slackswap_client import ProfileError, profile
+
+        class Checkpointed(nn.Module):
+            def __init__(self, reentrant):
+                super().__init__()
+                self.inner = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+                self.reentrant = reentrant
+
+            def forward(self, x):
+                return cp.checkpoint(self.inner, x, use_reentrant=self.reentrant)
+
+        x = torch.randn(4, 8, requires_grad=True)
+        for reentrant in (True, False):
+            with self.assertRaisesRegex(ProfileError, "torch.utils.checkpoint"):
+                profile(Checkpointed(reentrant), (x,), lambda out: out.sum())
+            # Outside the profiler, checkpointing works again.
+            Checkpointed(reentrant)(x).sum().backward()
+
+    def test_blocks_can_be_named(self):
+        import models
+        from slackswap_client import profile
+        torch.manual_seed(0)
+        model = models.gpt(2, H, A, S, VOCAB)
+        tokens = torch.randint(0, VOCAB, (B, S))
+        trace = profile(model, (tokens,), models.language_model_loss(tokens),
+                        blocks=[model.embedding, model.head])
+        per_block = bytes_per_block(trace)
+        self.assertEqual(sorted(b for b in per_block if per_block[b]), [0, 1, 2])
+        # The layers (block 0 now) hold most of the bytes.
+        self.assertGreater(per_block[0], per_block[1] + per_block[2])
+
+
 class ServerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -193,11 +296,67 @@ class ServerTest(unittest.TestCase):
         trace, _, _ = profiled_gpt(layers=3)
         with Client(self.address, deadline=30) as client:
             self.assertTrue(client.healthy())
-            report = client.plan(trace, hardware="a100", budget_fraction=0.6)
+            response = client.plan(trace, hardware="A100", budget_fraction=0.6)
+            self.assertGreater(response.planning_time_ns, 0)
+            report = response.report
             self.assertEqual(report.outcome, planning_pb2.PLAN_OUTCOME_PLANNED, report.reason)
             self.assertLessEqual(report.metrics.peak_resident_bytes, report.metrics.budget_bytes)
             replay = client.simulate(trace, report.plan, hardware="a100", budget_fraction=0.6)
-            self.assertEqual(replay, report.metrics)
+            self.assertEqual(replay.metrics, report.metrics)
+
+    def test_client_errors_carry_field_violations(self):
+        import grpc
+        from slackswap_client import Client, PlanningError
+        trace, _, _ = profiled_gpt()
+        trace.tensors[3].use_ops[0] = 999999
+        with Client(self.address, deadline=30) as client:
+            with self.assertRaises(PlanningError) as error:
+                client.plan(trace, budget_fraction=0.5)
+        self.assertEqual(error.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        fields = [field for field, _ in error.exception.violations]
+        self.assertIn("trace.tensors[3].use_ops[0]", fields)
+        self.assertIn("trace.tensors[3].use_ops[0]", str(error.exception))
+
+    def test_client_policies_compare_and_frontier(self):
+        from slackswap.v1 import planning_pb2
+        from slackswap_client import Client
+        trace, _, _ = profiled_gpt()
+        with Client(self.address, deadline=60) as client:
+            checkpointing = client.plan(trace, budget_fraction=0.6, policy="checkpointing")
+            self.assertEqual(checkpointing.report.outcome, planning_pb2.PLAN_OUTCOME_PLANNED)
+            with self.assertRaisesRegex(ValueError, "unknown policy 'magic'.*slackswap"):
+                client.plan(trace, budget_fraction=0.6, policy="magic")
+            comparison = client.compare(trace, budget_fractions=[0.5, 0.7],
+                                        policies=["slackswap", "POLICY_VDNN"])
+            self.assertEqual(len(comparison.entries), 4)
+            self.assertEqual({e.policy for e in comparison.entries},
+                             {planning_pb2.POLICY_SLACKSWAP, planning_pb2.POLICY_VDNN})
+            frontier = client.frontier(trace, budget_fractions=[0.4, 0.8],
+                                       target_throughput_ratio=0.9)
+            # The two asked for, and the bisection's points towards the target.
+            self.assertGreaterEqual(len(frontier.points), 2)
+            self.assertEqual(sorted({round(p.budget_fraction_of_peak, 6)
+                                     for p in frontier.points} & {0.4, 0.8}), [0.4, 0.8])
+            self.assertGreater(frontier.all_keep_peak_bytes, 0)
+
+    def test_healthy_is_false_when_no_server_answers(self):
+        import socket
+        from slackswap_client import Client
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with Client(f"127.0.0.1:{port}", deadline=2) as client:
+            self.assertFalse(client.healthy())
+        with Client(self.address, deadline=10) as client:
+            self.assertTrue(client.healthy())
+            self.assertFalse(client.healthy("no.such.Service"))
+
+    def test_hardware_names_are_case_insensitive(self):
+        from slackswap_client import hardware_proto
+        self.assertEqual(hardware_proto("H100"), hardware_proto("h100"))
+        self.assertEqual(hardware_proto("H100").name, "h100")
+        with self.assertRaisesRegex(ValueError, "unknown hardware preset 'tpu'.*a100"):
+            hardware_proto("tpu")
 
     def test_hardware_presets_match_the_server(self):
         from slackswap.v1 import service_pb2, service_pb2_grpc

@@ -6,6 +6,7 @@ import argparse
 import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -350,6 +351,44 @@ class ServerTest(unittest.TestCase):
         with Client(self.address, deadline=10) as client:
             self.assertTrue(client.healthy())
             self.assertFalse(client.healthy("no.such.Service"))
+
+    def test_the_package_installs_with_pip_and_carries_its_stubs(self):
+        # Offline, as the README says: a venv over the system's packages,
+        # pip without dependencies or build isolation. The installed client
+        # then runs from anywhere, with no proto folder and an empty cache:
+        # its stubs were generated at install.
+        with tempfile.TemporaryDirectory() as tmp:
+            venv = os.path.join(tmp, "venv")
+            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv],
+                           check=True, capture_output=True, timeout=120)
+            source = os.path.join(tmp, "src")  # a copy: the checkout stays clean
+            shutil.copytree(os.path.join(ARGS.repo, "client", "python"), source,
+                            ignore=shutil.ignore_patterns("build", "*.egg-info", "_generated",
+                                                          "__pycache__"))
+            env = dict(os.environ,
+                       SLACKSWAP_PROTO_DIR=os.path.abspath(os.path.join(ARGS.repo, "proto")))
+            out = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-deps",
+                                  "--no-build-isolation", "--no-index", source],
+                                 capture_output=True, text=True, timeout=300, env=env)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            script = (
+                "import sys, torch\n"
+                "from slackswap_client import Client, profile, stubs\n"
+                "assert stubs.packaged(), 'no packaged stubs'\n"
+                "model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(),\n"
+                "                            torch.nn.Linear(8, 8))\n"
+                "trace = profile(model, (torch.randn(4, 8),), lambda out: out.sum())\n"
+                "with Client(sys.argv[1], deadline=30) as client:\n"
+                "    response = client.plan(trace, budget_fraction=0.8)\n"
+                "print(response.report.outcome, stubs.__file__)\n")
+            clean = {k: v for k, v in os.environ.items() if k != "SLACKSWAP_PROTO_DIR"}
+            clean["XDG_CACHE_HOME"] = os.path.join(tmp, "empty-cache")
+            out = subprocess.run([os.path.join(venv, "bin", "python"), "-c", script,
+                                  self.address], capture_output=True, text=True, timeout=120,
+                                 cwd=tmp, env=clean)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            self.assertRegex(out.stdout, r"^[12] .*venv.*site-packages")  # planned or not
+            self.assertFalse(os.path.exists(clean["XDG_CACHE_HOME"]))
 
     def test_hardware_names_are_case_insensitive(self):
         from slackswap_client import hardware_proto

@@ -1,10 +1,12 @@
 """The generated protobuf and gRPC modules for slackswap.v1.
 
-They are generated on first use from the repository's proto/ folder (or
-$SLACKSWAP_PROTO_DIR) with the system protoc and gRPC's Python plugin (Debian's
-protobuf-compiler-grpc), into a cache folder keyed by the protos' contents, and
-imported from there. The grpc.health.v1 protos are copied under another folder
-name first: a generated folder named grpc/ would shadow the grpc package.
+An installed package carries them (generated when it was built: setup.py, in
+slackswap_client/_generated). Run from the repository instead, they are
+generated on first use from its proto/ folder (or $SLACKSWAP_PROTO_DIR) into a
+cache folder keyed by the protos' contents. Both use the system protoc and
+gRPC's Python plugin (Debian's protobuf-compiler-grpc). The grpc.health.v1
+protos are copied under another folder name first: a generated folder named
+grpc/ would shadow the grpc package.
 """
 import hashlib
 import importlib
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 
+GENERATED = "_generated"
 _PROTOS = [
     "slackswap/v1/trace.proto", "slackswap/v1/hardware.proto", "slackswap/v1/plan.proto",
     "slackswap/v1/simulation.proto", "slackswap/v1/planning.proto", "slackswap/v1/service.proto",
@@ -31,6 +34,25 @@ def proto_dir():
     return os.path.normpath(os.path.join(here, "..", "..", "..", "proto"))
 
 
+def generate_into(root, out):
+    """Generates the modules of the protos under `root` into the folder `out`
+    (created; a "done" file marks it complete)."""
+    work = tempfile.mkdtemp()
+    try:
+        src = os.path.join(work, "slackswap_health")
+        os.makedirs(src)
+        shutil.copy(_HEALTH_PROTO, src)
+        os.makedirs(out, exist_ok=True)
+        subprocess.run(["protoc", f"-I{root}", f"-I{work}", f"--python_out={out}",
+                        f"--grpc_python_out={out}",
+                        "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin",
+                        *_PROTOS, "slackswap_health/health.proto"],
+                       check=True, capture_output=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    open(os.path.join(out, "done"), "w").close()
+
+
 def _generate():
     root = proto_dir()
     digest = hashlib.sha256()
@@ -41,19 +63,9 @@ def _generate():
                                                                    f"slackswap-{os.getuid()}")
     out = os.path.join(cache_root, "slackswap-pystubs", digest.hexdigest()[:16])
     if not os.path.exists(os.path.join(out, "done")):
-        work = tempfile.mkdtemp(dir=os.path.dirname(out) if os.path.isdir(os.path.dirname(out))
-                                else None)
-        src = os.path.join(work, "src", "slackswap_health")
-        os.makedirs(src)
-        shutil.copy(_HEALTH_PROTO, src)
-        subprocess.run(["protoc", f"-I{root}", f"-I{os.path.join(work, 'src')}",
-                        f"--python_out={work}", f"--grpc_python_out={work}",
-                        "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin",
-                        *_PROTOS, "slackswap_health/health.proto"],
-                       check=True, capture_output=True)
-        shutil.rmtree(os.path.join(work, "src"))
-        open(os.path.join(work, "done"), "w").close()
         os.makedirs(os.path.dirname(out), exist_ok=True)
+        work = tempfile.mkdtemp(dir=os.path.dirname(out))
+        generate_into(root, work)
         try:
             os.rename(work, out)
         except OSError:  # another process won the race
@@ -61,11 +73,17 @@ def _generate():
     return out
 
 
+def packaged():
+    """The folder an installed package carries, or None."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), GENERATED)
+    return path if os.path.exists(os.path.join(path, "done")) else None
+
+
 def load():
     """Makes `slackswap.v1.*_pb2`, `google.rpc.*_pb2` and `slackswap_health` importable."""
     global _loaded
     if not _loaded:
-        path = _generate()
+        path = packaged() or _generate()
         if path not in sys.path:
             sys.path.insert(0, path)
         importlib.invalidate_caches()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the Google Benchmark targets, the peak-memory measurement and the
-# service load test, and regenerates docs/benchmarks.md from their medians.
+# Runs the Google Benchmark targets, the peak-memory measurement, the service
+# load test and the PyTorch runtime's overhead, and regenerates
+# docs/benchmarks.md from their medians.
 # Usage: bash scripts/benchmarks.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,12 @@ for _ in 1 2 3 4 5; do
     run_load --server "127.0.0.1:$port" --server_pid "$server" --concurrency "$c"
   done
 done
+
+kill -TERM $server 2>/dev/null || true
+
+# The PyTorch runtime against a plain step, on one core.
+taskset -c 0 /usr/bin/python3 tests/benchmarks/runtime_benchmark.py \
+  --server build/server/slackswap-server --repo . --out "$out/runtime.json" >/dev/null
 
 /usr/bin/python3 scripts/benchmarks_report.py "$out" >docs/benchmarks.md
 echo "wrote docs/benchmarks.md"

@@ -149,6 +149,38 @@ def service_section(folder):
     return lines
 
 
+def runtime_section(folder):
+    path = os.path.join(folder, "runtime.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        r = json.load(f)
+    t = r["median_ms"]
+    keep = t["keep"] - t["plain"]
+    plan = t["slackswap 50%"] - t["plain"]
+    return [
+        "",
+        "## PyTorch runtime (`tests/benchmarks/runtime_benchmark.py`)",
+        "",
+        f"The runtime's overhead on CPU (one thread; PyTorch {r['torch']}): {r['model']}, "
+        f"{r['operators']} operators, {r['saved_tensors']} saved tensors ({r['packs_per_step']} "
+        f"saves per step). Medians of {r['rounds']} interleaved rounds. An all-keep plan costs "
+        "the hooks, the dispatch mode, the dataflow log and the event-model bookkeeping; "
+        f"SlackSwap's plan at 50% adds its copies ({r['decisions']['swap']} swapped tensors, "
+        "synchronous on CPU) and replays "
+        f"({r['decisions']['recompute']} recomputed).",
+        "",
+        "| Step | Median | Over plain | Per saved tensor | Per operator |",
+        "|---|---|---|---|---|",
+        f"| plain | {t['plain']:.1f} ms | | | |",
+        f"| all-keep plan | {t['keep']:.1f} ms | {keep:+.1f} ms ({100 * keep / t['plain']:+.1f}%) "
+        f"| {1000 * keep / r['packs_per_step']:.0f} us | {1000 * keep / r['operators']:.0f} us |",
+        f"| SlackSwap at 50% | {t['slackswap 50%']:.1f} ms | {plan:+.1f} ms "
+        f"({100 * plan / t['plain']:+.1f}%) | {1000 * plan / r['packs_per_step']:.0f} us | "
+        f"{1000 * plan / r['operators']:.0f} us |",
+    ]
+
+
 def slope(xs, ys):
     n = len(xs)
     mean_x, mean_y = sum(xs) / n, sum(ys) / n
@@ -296,6 +328,7 @@ def main(folder):
         f"**{peak_rss_kib(48 * largest_k) / 1024:.1f} MiB**.",
     ]
     lines += service_section(folder)
+    lines += runtime_section(folder)
     print("\n".join(lines))
 
 

@@ -8,7 +8,8 @@ and every buffer bitwise equal to an unmodified step; the saved bytes the
 runtime holds, operator by operator and rebuild by rebuild, equal the event
 model's resident bytes (Simulate's timeline) for the same plan on the trace
 with equal operator times and a fast link (the CPU runtime's clock), and
-never exceed the budget; no hook or mode is left behind, after a step or an
+never exceed the budget, also with copies that complete late (the CUDA
+path's bookkeeping); no hook or mode is left behind, after a step or an
 exception inside it.
 
 Usage: runtime_test.py --server BIN --repo ROOT
@@ -221,6 +222,12 @@ class RuntimeModelsTest(unittest.TestCase):
                 self.assertLessEqual(runtime.peak_bytes, budget, what)
                 self.assertEqual(runtime.peak_bytes, simulated.metrics.peak_resident_bytes, what)
                 self.assertEqual(runtime.over_budget, 0, what)
+                # The CUDA path's bookkeeping (offloads complete when their
+                # events do, polled; a started prefetch is waited for on the
+                # device), on CPU with events that complete after 3 polls.
+                runtime = Runtime(trace, simulated.plan, budget_bytes=budget, _cpu_async=3)
+                assert_bitwise(self, plain, step(runtime), what + " (asynchronous copies)")
+                self.assertLessEqual(runtime.peak_bytes, budget, what + " (asynchronous copies)")
             self.assertGreaterEqual(checked, len(cases) - 3, what)
         return trace
 

@@ -163,6 +163,20 @@ class _Static:
                                  "(produced by op 0) can only be kept")
 
 
+class _TickEvent:
+    """A CUDA event's stand-in on CPU (tests): done after `delay` queries."""
+
+    def __init__(self, delay):
+        self.left = delay
+
+    def query(self):
+        self.left -= 1
+        return self.left <= 0
+
+    def synchronize(self):
+        self.left = 0
+
+
 class _Handle:
     """What autograd keeps for a swapped or recomputed tensor: which trace
     tensor, and the view."""
@@ -208,7 +222,7 @@ class Runtime:
     held at any moment (prefetches start between samples).
     """
 
-    def __init__(self, trace, plan, budget_bytes=None, on_mismatch="raise"):
+    def __init__(self, trace, plan, budget_bytes=None, on_mismatch="raise", _cpu_async=0):
         if on_mismatch not in ("raise", "keep"):
             raise ValueError("on_mismatch must be 'raise' or 'keep'")
         if hasattr(plan, "report"):  # a PlanResponse
@@ -221,6 +235,9 @@ class Runtime:
             raise ValueError("give budget_bytes with a bare Plan (or pass the PlanningReport)")
         self.s = _Static(trace, plan, budget_bytes)
         self.on_mismatch = on_mismatch
+        # Tests: on CPU, complete each offload only after this many polls, as
+        # the CUDA path completes them when their events do.
+        self._tick_delay = _cpu_async
         self._host = {}  # tid -> host buffer, reused across steps
         self._active = False
         self._d2h_stream = self._h2d_stream = None
@@ -294,7 +311,7 @@ class Runtime:
         self._ready_event = {}       # tid -> CUDA event the reader waits for
         self.over_budget = 0
         self._workspace = 0          # the running op's workspace (from the trace)
-        self._async = False          # CUDA: copies complete when their events do
+        self._async = self._tick_delay > 0  # copies complete when their events do
         self._d2h_in_flight = collections.deque()
 
     def _release_all(self):
@@ -629,6 +646,8 @@ class Runtime:
                 self._d2h_in_flight.append((tid, event))
             else:
                 host.copy_(base)
+                if self._async:  # asynchronous completion on CPU (tests)
+                    self._d2h_in_flight.append((tid, _TickEvent(self._tick_delay)))
         finally:
             self._internal = False
         return tid
@@ -666,7 +685,7 @@ class Runtime:
                 dev.record_stream(torch.cuda.current_stream())
                 self._ready_event[tid] = event
                 return dev
-            return host.clone()
+            return host.clone()  # done at once: nothing for the reader to wait for
         finally:
             self._internal = False
 

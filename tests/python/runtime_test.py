@@ -353,6 +353,24 @@ class RuntimeBehaviourTest(unittest.TestCase):
             Runtime(self.trace, self.report.plan)
 
 
+class MeasurementScriptTest(unittest.TestCase):
+    def test_the_cuda_measurement_script_runs_on_cpu(self):
+        # The script that fills docs/measurements.md on a CUDA machine, with a
+        # tiny model on CPU: it must run through and write its table.
+        import tempfile
+        script = os.path.join(ARGS.repo, "client", "python", "examples", "measure_runtime.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "measurements.md")
+            done = subprocess.run(["/usr/bin/python3", script, "--server-bin", ARGS.server,
+                                   "--cpu-smoke", "--out", out], capture_output=True, text=True,
+                                  timeout=300)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            with open(out) as f:
+                text = f.read()
+        rows = [line for line in text.splitlines() if re.match(r"^\| \d+% \| \d", line)]
+        self.assertEqual(len(rows), 2, text)
+
+
 def main():
     global ARGS, SERVER
     parser = argparse.ArgumentParser()

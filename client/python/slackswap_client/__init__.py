@@ -1,7 +1,7 @@
 """slackswap_client: profile a PyTorch training step into a slackswap.v1 trace,
-and ask a slackswap-server for a plan.
+ask a slackswap-server for a plan, and apply it in training.
 
-    from slackswap_client import profile, Client
+    from slackswap_client import profile, Client, Runtime
     trace = profile(model, (tokens,), loss_fn=lambda out: out.float().pow(2).mean(),
                     timing="modelled", hardware="a100")
     with Client("localhost:50051") as client:

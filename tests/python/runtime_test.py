@@ -244,6 +244,111 @@ class RuntimeModelsTest(unittest.TestCase):
         self.check_model("lstm")
 
 
+class EdgeCases:
+    """Small models that write storages in place in awkward ways."""
+
+    class TwoVersions(torch.nn.Module):
+        # One storage read at two versions by one recipe: the old one it
+        # rebuilds (h), the new one resident (relu_'s output).
+        def __init__(self):
+            super().__init__()
+            self.l1 = torch.nn.Linear(8, 8)
+            self.l2 = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            h = self.l1(x)
+            a = h + 1
+            torch.nn.functional.relu(h, inplace=True)
+            return self.l2((a + h).sin())
+
+    class AlphaDropout(torch.nn.Module):
+        # Its noise buffer is read at one version and saved at the next.
+        def __init__(self):
+            super().__init__()
+            self.l1 = torch.nn.Linear(8, 16)
+            self.l2 = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.l2(torch.nn.functional.alpha_dropout(torch.selu(self.l1(x)), 0.2, True))
+
+    class InPlaceOnAView(torch.nn.Module):
+        # Backward runs CopySlices: an in-place write into a storage made in
+        # backward, which is not gradient accumulation.
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(8, 16)
+            self.b = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            h2 = h * 1.5
+            h2[:, :8].add_(h[:, 8:])
+            return self.b(torch.sin(h2))
+
+    class SliceAssignedRNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = torch.nn.RNNCell(8, 16)
+            self.out = torch.nn.Linear(16, 5)
+
+        def forward(self, x):
+            batch, steps, _ = x.shape
+            out = x.new_zeros(batch, steps, 16)
+            h = x.new_zeros(batch, 16)
+            for t in range(steps):
+                h = self.cell(x[:, t], h)
+                out[:, t] = h
+            return self.out(out)
+
+
+class RuntimeEdgeCasesTest(unittest.TestCase):
+    def check(self, model, x):
+        from slackswap.v1 import simulation_pb2
+        from slackswap_client import Client, Runtime, profile
+        torch.manual_seed(0)
+        loss_fn = lambda out: out.pow(2).sum()  # noqa: E731
+        step = Step.__new__(Step)
+        step.model, step.x, step.loss_fn = model, x, loss_fn
+        step.state = copy.deepcopy(model.state_dict())
+        trace = profile(model, (x,), loss_fn)
+        plain = step()
+        uniform = uniform_copy(trace)
+        rng = random.Random(11)
+        with Client(SERVER, deadline=60) as client:
+            for kind in ("swap", "recompute", "random", "random", "random"):
+                plan = decisions_plan(trace, kind, rng)
+                simulated = client.simulate(uniform, plan, fast_link(), budget_bytes=1 << 50,
+                                            timeline=True)
+                self.assertEqual(simulated.metrics.outcome,
+                                 simulation_pb2.SIMULATION_OUTCOME_COMPLETED)
+                for delay in (0, 3):
+                    runtime = Runtime(trace, simulated.plan, budget_bytes=1 << 50,
+                                      _cpu_async=delay)
+                    what = f"{type(model).__name__} {kind} async={delay}"
+                    assert_bitwise(self, plain, step(runtime), what)
+                    if delay == 0:
+                        expected = [("op" if e.kind == simulation_pb2.TIMELINE_EVENT_KIND_OP
+                                     else "rebuild", e.index, e.resident_bytes)
+                                    for e in simulated.timeline.events
+                                    if e.kind in (simulation_pb2.TIMELINE_EVENT_KIND_OP,
+                                                  simulation_pb2.TIMELINE_EVENT_KIND_REBUILD)]
+                        self.assertEqual(runtime.ledger, expected, what)
+                        self.assertEqual(runtime.peak_bytes,
+                                         simulated.metrics.peak_resident_bytes, what)
+
+    def test_a_recipe_reads_a_storage_at_two_versions(self):
+        self.check(EdgeCases.TwoVersions(), torch.randn(4, 8))
+
+    def test_alpha_dropout(self):
+        self.check(EdgeCases.AlphaDropout(), torch.randn(4, 8))
+
+    def test_an_in_place_op_on_a_view(self):
+        self.check(EdgeCases.InPlaceOnAView(), torch.randn(4, 8))
+
+    def test_slice_assignment_in_a_loop(self):
+        self.check(EdgeCases.SliceAssignedRNN(), torch.randn(2, 5, 8))
+
+
 class RuntimeBehaviourTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

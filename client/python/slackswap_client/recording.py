@@ -180,7 +180,7 @@ class Dataflow:
         rec.spec = spec
         rec.leaves = refs
         rec.reads = reads
-        rec.rng = rng_state() if (rng_state is not None and name in RANDOM_OPS) else None
+        rec.rng = rng_state(leaves) if (rng_state is not None and name in RANDOM_OPS) else None
         rec.replayable = not (name in RANDOM_OPS and kwargs.get("generator") is not None)
         out, elapsed_ns = run()
         rec.elapsed_ns = elapsed_ns
@@ -219,7 +219,9 @@ class Dataflow:
         """True for an op that writes a storage from before the step: in
         backward, autograd adding into an existing .grad (absent when the
         gradients were set to None). Neither the profiler nor the runtime
-        counts these, so a step matches its trace either way."""
+        counts these, so a step matches its trace either way. Both record
+        the storages backward ops make, so an in-place write into one (a
+        slice assignment's CopySlices) is counted."""
         for t in _written_arguments(func, args, kwargs):
             if t.storage().nbytes() == 0:
                 continue

@@ -313,11 +313,13 @@ class Runtime:
         self._workspace = 0          # the running op's workspace (from the trace)
         self._async = self._tick_delay > 0  # copies complete when their events do
         self._d2h_in_flight = collections.deque()
+        self._h2d_in_flight = None   # (tid, event): one prefetch at a time
 
     def _release_all(self):
         self._held.clear()
         self._bytes = 0
         self._d2h_in_flight = collections.deque()
+        self._h2d_in_flight = None
         self._ready_event = {}
         self.flow = None
         self._key_tid = {}
@@ -411,7 +413,10 @@ class Runtime:
                 self._key_tid.pop(self.flow_key(sid, rec, out), None)
             self._bind_products(k, rec, args, kwargs, out)
         else:
-            out = func(*args, **kwargs)
+            # Recorded too (as the profiler does), so that storages made in
+            # backward are known to `accumulates`; nothing from backward is
+            # held for replays.
+            _, out = self.flow.record(func, args, kwargs, lambda: (func(*args, **kwargs), 0))
         self._next_op += 1
         if not self._degraded:
             self._after_op(k)
@@ -444,9 +449,16 @@ class Runtime:
             if not self._check_and_bind(tid, t, sid):
                 return
 
-    def _rng_state(self):
-        cuda = torch.cuda.get_rng_state() if torch.cuda.is_available() and \
-            torch.cuda.is_initialized() else None
+    def _rng_state(self, leaves):
+        """The generator states a random op draws from: the CPU's, and that of
+        the CUDA device of its first CUDA tensor (if any)."""
+        device = next((x.device for x in leaves if isinstance(x, torch.Tensor) and x.is_cuda),
+                      None)
+        if device is None:
+            for x in leaves:  # a factory (rand, randn) given its device
+                if isinstance(x, torch.device) and x.type == "cuda":
+                    device = x
+        cuda = (device, torch.cuda.get_rng_state(device)) if device is not None else None
         return torch.get_rng_state(), cuda
 
     # ----- saved tensor hooks -----
@@ -566,8 +578,16 @@ class Runtime:
                     return
                 self._waits_for_memory = True
             if not self._round(wait=True):
-                # Nothing pending can help: the plan is infeasible here in the
-                # model. Run anyway (the device may have the memory), counted.
+                # Nothing pending can help: at this speed the plan deadlocks
+                # here in the event model (a plan is validated at the
+                # profiled speeds). Run anyway, over the budget, and say so.
+                kind, index = s.steps[step]
+                warnings.warn(
+                    f"slackswap runtime: {'op' if kind == 'op' else 'the rebuild of tensor'} "
+                    f"{index} cannot start within the budget ({self._bytes} of {s.budget} "
+                    f"bytes held, {alloc} more needed, prefetches {self._prefetches_done} of "
+                    f"{s.needed[step]} done) and nothing pending frees memory: running over "
+                    "the budget", RuntimeWarning, stacklevel=2)
                 if self._prefetches_done < s.needed[step]:
                     self._force_prefetches(s.needed[step])
                 return
@@ -592,19 +612,38 @@ class Runtime:
         return True
 
     def _round_async(self, wait):
-        """CUDA: complete the offloads whose events are done, enqueue every
-        offload and prefetch that may start (a started prefetch counts as done:
-        its reader waits for its event on the device). With `wait`, and nothing
-        else to do, block on the oldest offload."""
+        """CUDA: the copy streams run on their own. Complete the offloads and
+        the prefetch whose events are done; enqueue every offload that may
+        start (the D2H stream runs them in order) and, as the event model's
+        H2D stream runs one at a time, the next prefetch once the previous
+        one has completed. With `wait` (a step waits) and nothing else to do:
+        a prefetch in flight counts as done (the step waits for its event on
+        the device, not here); else block on the oldest offload."""
         progressed = self._poll_offloads(block=False)
+        progressed = self._poll_prefetch() or progressed
         while self._start_offload() is not None:
             progressed = True
-        while self._start_prefetch() is not None:
-            self._prefetches_done += 1
-            progressed = True
-        if wait and not progressed and self._d2h_in_flight:
-            return self._poll_offloads(block=True)
+        if self._h2d_in_flight is None:
+            tid = self._start_prefetch()
+            if tid is not None:
+                event = self._ready_event.get(tid) if self._cuda else _TickEvent(self._tick_delay)
+                self._h2d_in_flight = (tid, event)
+                progressed = True
+        if wait and not progressed:
+            if self._h2d_in_flight is not None:
+                self._h2d_in_flight = None
+                self._prefetches_done += 1
+                return True
+            if self._d2h_in_flight:
+                return self._poll_offloads(block=True)
         return progressed
+
+    def _poll_prefetch(self):
+        if self._h2d_in_flight is None or not self._h2d_in_flight[1].query():
+            return False
+        self._h2d_in_flight = None
+        self._prefetches_done += 1
+        return True
 
     def _poll_offloads(self, block):
         done = False
@@ -722,8 +761,8 @@ class Runtime:
             u = self._sid_tid.get(x)
             return u is not None and u != tid and self._tid_version[u] == v
 
-        ops, leaves = flow.recipe(sid, self._tid_version[tid], is_leaf,
-                                  writes_after=flow.version)
+        version = self._tid_version[tid]
+        ops, leaves = flow.recipe(sid, version, is_leaf, writes_after=flow.version)
         if ops is None:
             raise MismatchError(f"saved tensor {tid} ({s.names_t[tid]}) cannot be rebuilt in "
                                 f"this step: {leaves}")
@@ -733,44 +772,48 @@ class Runtime:
                 raise MismatchError(
                     f"saved tensor {tid} ({s.names_t[tid]}): its rebuild reads tensor {u}, "
                     f"which is not among its recompute inputs in the trace")
+        # The replay's own copy of each storage it has made or written, and
+        # the version that copy holds: a recipe may read one storage at two
+        # versions (an old one it rebuilds, a newer one that is resident).
         storages = {}
 
         def resolve(ref, written):
             if ref.sid is None:
                 return torch.empty_strided(ref.size, ref.stride, dtype=ref.dtype,
                                            device=ref.device)
-            base = storages.get(ref.sid)
-            if base is None:
-                u = self._sid_tid.get(ref.sid)
-                if u is not None:
-                    base = self._held.get(u)
-                    if self._cuda and u in self._ready_event:
-                        torch.cuda.current_stream().wait_event(self._ready_event[u])
-                    if base is None:
-                        if not on_demand:
-                            raise RuntimeError(
-                                f"slackswap runtime: recompute input {u} of tensor {tid} is "
-                                "not resident at its rebuild (the plan is inconsistent)")
-                        base = self._on_demand(u)
-                    if written:
-                        base = base.clone()
-                        storages[ref.sid] = base
-                else:
-                    obj = flow.external_objects.get(ref.sid)
-                    if obj is None:
-                        raise RuntimeError(f"slackswap runtime: tensor {tid}'s rebuild reads a "
-                                           "storage the step did not keep")
-                    base = storage_base(obj)
-                    if written or not obj.requires_grad:
-                        # Buffers (running statistics) are written by some ops
-                        # without their schema saying so: replay into a copy.
-                        base = base.clone()
-                        storages[ref.sid] = base
+            entry = storages.get(ref.sid)
+            if entry is not None and entry[1] == ref.version:
+                return ref.view_of(entry[0])
+            u = self._sid_tid.get(ref.sid)
+            if u is not None and self._tid_version[u] == ref.version:
+                base = self._held.get(u)
+                if base is None:
+                    if not on_demand:
+                        raise RuntimeError(
+                            f"slackswap runtime: recompute input {u} of tensor {tid} is "
+                            "not resident at its rebuild (the plan is inconsistent)")
+                    base = self._on_demand(u)
+                if self._cuda and u in self._ready_event:
+                    torch.cuda.current_stream().wait_event(self._ready_event[u])
+                copy = written
+            elif flow.writers[ref.sid][0] < 0 and ref.sid in flow.external_objects:
+                base = storage_base(flow.external_objects[ref.sid])
+                # Buffers (running statistics) are written by some ops
+                # without their schema saying so: replay into a copy.
+                copy = written or not flow.external_objects[ref.sid].requires_grad
+            else:
+                raise RuntimeError(f"slackswap runtime: the rebuild of tensor {tid} reads "
+                                   f"version {ref.version} of a storage it has no copy of")
+            if copy:
+                base = base.clone()
+                storages[ref.sid] = [base, ref.version]
             return ref.view_of(base)
 
         self._internal = True
         rng = torch.get_rng_state()
-        cuda_rng = torch.cuda.get_rng_state() if self._cuda else None
+        cuda_devices = {rec.rng[1][0] for rec in (flow.ops[w] for w in ops)
+                        if rec.rng is not None and rec.rng[1] is not None}
+        cuda_rng = {d: torch.cuda.get_rng_state(d) for d in cuda_devices}
         try:
             with torch.no_grad():
                 for w in ops:
@@ -785,24 +828,26 @@ class Runtime:
                     outs = tree_flatten(out)[0]
                     for j, x in enumerate(rec.outputs):
                         if x is not None and x in rec.new:
-                            storages[x] = storage_base(outs[j])
-                        elif x is not None and x not in storages and x in written:
-                            storages[x] = storage_base(outs[j])
+                            storages[x] = [storage_base(outs[j]), 0]
+                    for x in written:
+                        if x in storages:
+                            storages[x][1] = flow.writers[x].index(w)
         finally:
             torch.set_rng_state(rng)
-            if cuda_rng is not None:
-                torch.cuda.set_rng_state(cuda_rng)
+            for d, state in cuda_rng.items():
+                torch.cuda.set_rng_state(state, d)
             self._internal = False
         result = storages.get(sid)
-        if result is None or result.numel() * result.element_size() != s.size[tid]:
+        if result is None or result[1] != version or \
+                result[0].numel() * result[0].element_size() != s.size[tid]:
             raise RuntimeError(f"slackswap runtime: the rebuild of tensor {tid} did not make it")
-        return result
+        return result[0]
 
     def _set_rng(self, state):
         cpu, cuda = state
         torch.set_rng_state(cpu)
         if cuda is not None:
-            torch.cuda.set_rng_state(cuda)
+            torch.cuda.set_rng_state(cuda[1], cuda[0])
 
     def _on_demand(self, tid):
         """A tensor the schedule did not bring back (after a mismatch)."""

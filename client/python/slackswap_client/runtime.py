@@ -42,6 +42,10 @@ equal the event model's resident bytes for the same plan on a trace with
 equal operator times and a fast link (`ledger`, tested against Simulate's
 timeline).
 
+Bitwise: the gradients equal those of the step run without the runtime,
+except where PyTorch itself computes differently under any dispatch mode
+(1.13's backward of prod picks another formula there: last-bit differences).
+
 Tensors from before the step (inputs) are kept: the caller holds them. Ops
 after the trace's last operator (an optimizer step inside
 the block) pass through. Double backward is not supported.

@@ -3,7 +3,7 @@
 An installed package carries them (generated when it was built: setup.py, in
 slackswap_client/_generated). Run from the repository instead, they are
 generated on first use from its proto/ folder (or $SLACKSWAP_PROTO_DIR) into a
-cache folder keyed by the protos' contents. Both use the system protoc and
+cache folder keyed by the protos' contents ($XDG_CACHE_HOME or ~/.cache). Both use the system protoc and
 gRPC's Python plugin (Debian's protobuf-compiler-grpc). The grpc.health.v1
 protos are copied under another folder name first: a generated folder named
 grpc/ would shadow the grpc package.
@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -53,15 +54,33 @@ def generate_into(root, out):
     open(os.path.join(out, "done"), "w").close()
 
 
+def _cache_root():
+    """$XDG_CACHE_HOME, else ~/.cache; where neither can be written, a folder
+    of this user's under the temporary folder, refused unless it is a folder
+    only this user owns and can write (modules are imported from it)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    try:
+        os.makedirs(root, exist_ok=True)
+        if os.access(root, os.W_OK):
+            return root
+    except OSError:
+        pass
+    root = os.path.join(tempfile.gettempdir(), f"slackswap-{os.getuid()}")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise RuntimeError(f"{root} is not a folder only this user owns and writes: set "
+                           "XDG_CACHE_HOME, or install the package (its modules are built in)")
+    return root
+
+
 def _generate():
     root = proto_dir()
     digest = hashlib.sha256()
     for proto in _PROTOS:
         with open(os.path.join(root, proto), "rb") as f:
             digest.update(f.read())
-    cache_root = os.environ.get("XDG_CACHE_HOME") or os.path.join(tempfile.gettempdir(),
-                                                                   f"slackswap-{os.getuid()}")
-    out = os.path.join(cache_root, "slackswap-pystubs", digest.hexdigest()[:16])
+    out = os.path.join(_cache_root(), "slackswap-pystubs", digest.hexdigest()[:16])
     if not os.path.exists(os.path.join(out, "done")):
         os.makedirs(os.path.dirname(out), exist_ok=True)
         work = tempfile.mkdtemp(dir=os.path.dirname(out))

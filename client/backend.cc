@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/file.h"
 #include "grpcpp/grpcpp.h"
-#include "server/service_core.h"
-#include "simulator/trace_io.h"
+#include "service/service_core.h"
 
 namespace slackswap {
 namespace {

@@ -17,11 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/file.h"
+#include "base/usable_cpus.h"
 #include "grpcpp/generic/generic_stub.h"
-#include "server/grpc_status.h"
-#include "server/service_core.h"
-#include "server/usable_cpus.h"
-#include "simulator/trace_io.h"
+#include "service/grpc_status.h"
+#include "service/service_core.h"
 
 namespace slackswap {
 namespace {

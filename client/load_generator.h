@@ -37,7 +37,7 @@ struct LoadOptions {
   int server_pid = 0;
   // In-process only: how many threads plan the callers' calls, taking them in
   // arrival order as the server's planning threads do (0: one per CPU this
-  // process may use, the server's default; server/usable_cpus.h). Never more
+  // process may use, the server's default; base/usable_cpus.h). Never more
   // than `concurrency`: with a thread per caller each thread is one caller.
   int planning_threads = 0;
 };

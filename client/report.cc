@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/status_macros.h"
 #include "client/svg_plot.h"
 #include "planner/frontier.h"
 #include "planner/lower_bound.h"
@@ -20,7 +21,6 @@
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
 #include "simulator/small_traces.h"
-#include "simulator/status_macros.h"
 #include "simulator/workload.h"
 
 namespace slackswap {

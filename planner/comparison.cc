@@ -1,8 +1,8 @@
 #include "planner/comparison.h"
 
+#include "base/status_macros.h"
 #include "planner/planner_proto.h"
 #include "simulator/event_model.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 

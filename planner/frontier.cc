@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "planner/lower_bound.h"
 #include "simulator/event_model.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 

@@ -1,8 +1,8 @@
 #include "planner/genetic_search.h"
 
+#include "base/status_macros.h"
 #include "planner/basic_plans.h"
 #include "planner/judge.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 

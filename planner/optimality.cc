@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "base/status_macros.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/field_violations.h"
+#include "base/status_macros.h"
 #include "simulator/event_model.h"
-#include "simulator/field_violations.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 namespace {

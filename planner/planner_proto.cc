@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "simulator/field_violations.h"
+#include "base/field_violations.h"
 #include "simulator/proto_convert.h"
 
 namespace slackswap {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "planner/basic_plans.h"
 #include "planner/checkpointing.h"
 #include "planner/genetic_search.h"
@@ -11,7 +12,6 @@
 #include "planner/superneurons.h"
 #include "planner/swapadvisor.h"
 #include "planner/vdnn.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 

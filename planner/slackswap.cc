@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/status_macros.h"
 #include "planner/link_budget_pass.h"
 #include "planner/plan_draft.h"
 #include "planner/polish.h"
 #include "planner/recompute_pass.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 namespace {

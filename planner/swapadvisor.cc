@@ -1,9 +1,9 @@
 #include "planner/swapadvisor.h"
 
+#include "base/status_macros.h"
 #include "planner/basic_plans.h"
 #include "planner/judge.h"
 #include "planner/vdnn.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 

@@ -1,7 +1,7 @@
 #include "server/metrics.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/grpc_status.h"
+#include "service/grpc_status.h"
 
 namespace slackswap {
 namespace {

@@ -33,7 +33,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
-#include "server/service_core.h"
+#include "service/service_core.h"
 
 namespace slackswap {
 

@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/usable_cpus.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
-#include "server/grpc_status.h"
-#include "server/usable_cpus.h"
+#include "service/grpc_status.h"
 #include "simulator/proto_convert.h"
 #include "simulator/trace_wire.h"
 

@@ -29,7 +29,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "server/metrics.h"
-#include "server/service_core.h"
+#include "service/service_core.h"
 #include "slackswap/v1/service.grpc.pb.h"
 
 namespace slackswap {

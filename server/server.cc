@@ -1,10 +1,10 @@
 #include "server/server.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
-#include "simulator/trace_io.h"
 
 namespace slackswap {
 namespace {

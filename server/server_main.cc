@@ -15,8 +15,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/malloc_tuning.h"
 #include "google/protobuf/stubs/logging.h"
-#include "server/malloc_tuning.h"
 #include "server/server.h"
 
 #ifndef SLACKSWAP_VERSION

@@ -4,8 +4,8 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
-#include "simulator/field_violations.h"
-#include "simulator/status_macros.h"
+#include "base/field_violations.h"
+#include "base/status_macros.h"
 
 namespace slackswap {
 namespace {

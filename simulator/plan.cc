@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "simulator/field_violations.h"
+#include "base/field_violations.h"
 
 namespace slackswap {
 

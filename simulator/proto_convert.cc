@@ -6,8 +6,8 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
-#include "simulator/field_violations.h"
-#include "simulator/status_macros.h"
+#include "base/field_violations.h"
+#include "base/status_macros.h"
 #include "simulator/trace_wire.h"
 
 namespace slackswap {

@@ -5,17 +5,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace slackswap {
-
-absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 FileFormat FormatForPath(absl::string_view path) {
   return absl::EndsWith(path, ".json") ? FileFormat::kJson

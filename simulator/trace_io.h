@@ -16,10 +16,6 @@ namespace slackswap {
 
 enum class FileFormat { kBinary, kJson };
 
-// The whole of `path` (any file: certificates, /proc and /sys files too).
-// NOT_FOUND "cannot read PATH" if it cannot be opened.
-absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
-
 // kJson for names ending in ".json", kBinary otherwise.
 FileFormat FormatForPath(absl::string_view path);
 

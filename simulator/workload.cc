@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "simulator/field_violations.h"
+#include "base/field_violations.h"
+#include "base/status_macros.h"
 #include "simulator/proto_convert.h"
-#include "simulator/status_macros.h"
 
 namespace slackswap {
 namespace {

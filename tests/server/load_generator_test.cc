@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "base/usable_cpus.h"
 #include "gtest/gtest.h"
 #include "server/server.h"
-#include "server/usable_cpus.h"
 #include "tests/server/test_server.h"
 
 namespace slackswap {

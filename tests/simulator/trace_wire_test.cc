@@ -10,9 +10,9 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/field_violations.h"
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
-#include "simulator/field_violations.h"
 #include "simulator/hardware.h"
 #include "simulator/proto_convert.h"
 #include "simulator/workload.h"

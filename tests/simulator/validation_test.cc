@@ -5,9 +5,9 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "base/field_violations.h"
 #include "gtest/gtest.h"
 #include "simulator/event_model.h"
-#include "simulator/field_violations.h"
 #include "simulator/proto_convert.h"
 #include "tests/simulator/test_traces.h"
 

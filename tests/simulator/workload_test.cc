@@ -8,8 +8,8 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "base/field_violations.h"
 #include "gtest/gtest.h"
-#include "simulator/field_violations.h"
 #include "simulator/proto_convert.h"
 
 namespace slackswap {

@@ -13,8 +13,8 @@
 // Call once at start-up, before other threads exist. The server and the CLI
 // (whose in-process planning is what the service is measured against) both
 // do.
-#ifndef SLACKSWAP_SERVER_MALLOC_TUNING_H_
-#define SLACKSWAP_SERVER_MALLOC_TUNING_H_
+#ifndef SLACKSWAP_BASE_MALLOC_TUNING_H_
+#define SLACKSWAP_BASE_MALLOC_TUNING_H_
 
 #include <malloc.h>
 
@@ -27,4 +27,4 @@ inline void KeepFreedMemoryForReuse() {
 
 }  // namespace slackswap
 
-#endif  // SLACKSWAP_SERVER_MALLOC_TUNING_H_
+#endif  // SLACKSWAP_BASE_MALLOC_TUNING_H_

@@ -13,8 +13,8 @@
 //
 // Thread-safe: a ServiceCore holds no mutable state besides the observer,
 // which must itself be thread-safe.
-#ifndef SLACKSWAP_SERVER_SERVICE_CORE_H_
-#define SLACKSWAP_SERVER_SERVICE_CORE_H_
+#ifndef SLACKSWAP_SERVICE_SERVICE_CORE_H_
+#define SLACKSWAP_SERVICE_SERVICE_CORE_H_
 
 #include <cstdint>
 #include <functional>
@@ -105,4 +105,4 @@ class ServiceCore {
 
 }  // namespace slackswap
 
-#endif  // SLACKSWAP_SERVER_SERVICE_CORE_H_
+#endif  // SLACKSWAP_SERVICE_SERVICE_CORE_H_

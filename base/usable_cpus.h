@@ -11,8 +11,8 @@
 //
 // Example:
 //   const int threads = UsableCpus();  // the server's default planning threads
-#ifndef SLACKSWAP_SERVER_USABLE_CPUS_H_
-#define SLACKSWAP_SERVER_USABLE_CPUS_H_
+#ifndef SLACKSWAP_BASE_USABLE_CPUS_H_
+#define SLACKSWAP_BASE_USABLE_CPUS_H_
 
 #include <optional>
 #include <string>
@@ -43,4 +43,4 @@ std::optional<double> CpuMaxLimit(absl::string_view cpu_max);
 
 }  // namespace slackswap
 
-#endif  // SLACKSWAP_SERVER_USABLE_CPUS_H_
+#endif  // SLACKSWAP_BASE_USABLE_CPUS_H_

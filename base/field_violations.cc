@@ -1,4 +1,4 @@
-#include "simulator/field_violations.h"
+#include "base/field_violations.h"
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"

@@ -1,4 +1,4 @@
-#include "server/grpc_status.h"
+#include "service/grpc_status.h"
 
 #include <iterator>
 #include <string>

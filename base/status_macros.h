@@ -7,8 +7,8 @@
 //     SLACKSWAP_ASSIGN_OR_RETURN(Trace trace, Parse(...));
 //     return trace;
 //   }
-#ifndef SLACKSWAP_SIMULATOR_STATUS_MACROS_H_
-#define SLACKSWAP_SIMULATOR_STATUS_MACROS_H_
+#ifndef SLACKSWAP_BASE_STATUS_MACROS_H_
+#define SLACKSWAP_BASE_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,4 +35,4 @@
   lhs = std::move(statusor).value()
 // NOLINTEND(bugprone-macro-parentheses)
 
-#endif  // SLACKSWAP_SIMULATOR_STATUS_MACROS_H_
+#endif  // SLACKSWAP_BASE_STATUS_MACROS_H_

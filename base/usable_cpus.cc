@@ -1,4 +1,4 @@
-#include "server/usable_cpus.h"
+#include "base/usable_cpus.h"
 
 #include <sched.h>
 
@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "simulator/trace_io.h"
+#include "base/file.h"
 
 namespace slackswap {
 namespace {

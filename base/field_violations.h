@@ -11,8 +11,8 @@
 //   FieldViolations violations;
 //   if (size < 0) violations.Add(absl::StrCat(path, ".size_bytes"), "must be >=
 //   0"); return violations.ToStatus();  // OkStatus() when nothing was added
-#ifndef SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_
-#define SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_
+#ifndef SLACKSWAP_BASE_FIELD_VIOLATIONS_H_
+#define SLACKSWAP_BASE_FIELD_VIOLATIONS_H_
 
 #include <string>
 #include <vector>
@@ -72,4 +72,4 @@ absl::Status RenameField(const absl::Status& status, absl::string_view from,
 
 }  // namespace slackswap
 
-#endif  // SLACKSWAP_SIMULATOR_FIELD_VIOLATIONS_H_
+#endif  // SLACKSWAP_BASE_FIELD_VIOLATIONS_H_

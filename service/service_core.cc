@@ -1,4 +1,4 @@
-#include "server/service_core.h"
+#include "service/service_core.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,14 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/field_violations.h"
+#include "base/status_macros.h"
 #include "planner/comparison.h"
 #include "planner/frontier.h"
 #include "planner/lower_bound.h"
 #include "planner/planner_proto.h"
 #include "simulator/event_model.h"
-#include "simulator/field_violations.h"
 #include "simulator/proto_convert.h"
-#include "simulator/status_macros.h"
 #include "simulator/workload.h"
 
 namespace slackswap {

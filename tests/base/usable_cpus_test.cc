@@ -1,6 +1,6 @@
 // How many CPUs the server plans on by default: affinity capped by cgroup
 // CPU limits, against cgroup trees laid out in a temporary folder.
-#include "server/usable_cpus.h"
+#include "base/usable_cpus.h"
 
 #include <sched.h>
 

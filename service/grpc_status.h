@@ -4,14 +4,14 @@
 // map one to one; field violations (field_violations.h) travel as a
 // google.rpc.BadRequest in the google.rpc.Status details; messages are cut to
 // a bounded length.
-#ifndef SLACKSWAP_SERVER_GRPC_STATUS_H_
-#define SLACKSWAP_SERVER_GRPC_STATUS_H_
+#ifndef SLACKSWAP_SERVICE_GRPC_STATUS_H_
+#define SLACKSWAP_SERVICE_GRPC_STATUS_H_
 
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/field_violations.h"
 #include "grpcpp/support/status.h"
-#include "simulator/field_violations.h"
 
 namespace slackswap {
 
@@ -29,4 +29,4 @@ std::vector<FieldViolation> FieldViolationsOf(const grpc::Status& status);
 
 }  // namespace slackswap
 
-#endif  // SLACKSWAP_SERVER_GRPC_STATUS_H_
+#endif  // SLACKSWAP_SERVICE_GRPC_STATUS_H_

@@ -586,8 +586,8 @@ int PlanCommand(Backend& backend) {
   std::cout << absl::StrFormat(
       "lower bound  %s: the plan is within %.2f%% of any plan's iteration "
       "time\n"
-      "planner      %d swaps admitted, %d recomputes, %d blocks, %d replays, "
-      "%d repairs; "
+      "planner      %d swaps admitted, %d recomputes, %d blocks, %d repair "
+      "rounds, %d repairs; "
       "planned in %.2f ms\n",
       Millis(report.lower_bound_ns()), 100 * report.gap_to_lower_bound(),
       st.swaps_admitted(), st.recomputes_marked(), st.blocks_recomputed(),

@@ -24,7 +24,6 @@ PlanningResult Judge(const Trace& trace, const Hardware& hardware,
   options.per_layer_barriers = per_layer_barriers;
   result.replay = SimulateSchedule(trace, hardware, plan,
                                    DeriveSchedule(trace, plan), options);
-  result.stats.repair_iterations = 1;
   result.feasible = result.replay.feasible;
   if (!result.feasible) result.reason = result.replay.infeasibility.reason;
   return result;

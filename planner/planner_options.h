@@ -89,11 +89,12 @@ struct PlannerStats {
   int32_t swaps_admitted = 0;     // by the link-budget pass
   int32_t recomputes_marked = 0;  // by the recompute pass
   int32_t blocks_recomputed = 0;  // by the block fallback
-  int32_t repair_iterations = 0;  // replays in validation and repair
-  int32_t repairs = 0;            // plan changes made by repair
-  int64_t plans_evaluated = 0;    // candidate plans replayed (genetic searches)
-  int32_t polish_replays = 0;     // replays of the improvement step
-  int32_t polish_changes = 0;     // changes it kept
+  int32_t repair_iterations =
+      0;                        // validation-and-repair rounds (a replay each)
+  int32_t repairs = 0;          // plan changes made by repair
+  int64_t plans_evaluated = 0;  // candidate plans replayed (genetic searches)
+  int32_t polish_replays = 0;   // replays of the improvement step
+  int32_t polish_changes = 0;   // changes it kept
   // Lifetimes the plan draft moved (PlanDraft::lifetime_updates): the work of
   // the passes, which grows near linearly with the trace.
   int64_t draft_lifetime_updates = 0;

@@ -4,127 +4,14 @@
 #include <limits>
 
 #include "base/status_macros.h"
+#include "planner/issue_points.h"
 #include "planner/link_budget_pass.h"
 #include "planner/plan_draft.h"
 #include "planner/polish.h"
 #include "planner/recompute_pass.h"
+#include "planner/repair.h"
 
 namespace slackswap {
-namespace {
-
-// Places every swapped tensor's two lifetimes in the draft: the forward copy
-// lives until its FIFO offload ends (ideal timeline), and the prefetch is
-// issued as late as the deadline-ordered H2D queue allows, `lead_ns[t]`
-// earlier still, on a timeline that includes the rebuilds before each op; or,
-// where `issue_at_need[t]` is set, at its need (the last moment memory allows).
-void PlaceSwaps(const Trace& trace, const Hardware& hw,
-                const IdealTimeline& timeline,
-                const std::vector<int32_t>& run_start, bool barriers,
-                const std::vector<int64_t>& lead_ns,
-                const std::vector<uint8_t>& issue_at_need, PlanDraft& draft) {
-  std::vector<int32_t> swaps;
-  for (int32_t o = 0; o < trace.num_forward_ops; ++o) {
-    for (int32_t t : trace.produces.Row(o)) {
-      if (draft.decision(t) == Decision::kSwap) swaps.push_back(t);
-    }
-  }
-  if (swaps.empty()) return;
-  std::vector<int32_t> forward_free(trace.tensors.size(), 0);
-  int64_t d2h_end = 0;
-  for (int32_t t : swaps) {
-    const Tensor& tensor = trace.tensors[t];
-    d2h_end = std::max(d2h_end, timeline.End(tensor.producer_op)) +
-              TransferNs(tensor.size_bytes, hw.d2h_bytes_per_second,
-                         hw.transfer_latency_ns);
-    forward_free[t] = timeline.LastOpStartingBefore(d2h_end);
-  }
-  // Op starts with rebuild time included: the rebuilds before op o delay it.
-  std::vector<int64_t> rebuild_before(trace.ops.size() + 1, 0);
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (draft.decision(t) == Decision::kRecompute) {
-      rebuild_before[draft.need(t)] += trace.tensors[t].recompute_ns;
-    }
-  }
-  std::vector<int64_t> start(trace.ops.size());
-  int64_t delay = 0;
-  for (int32_t o = 0; o < trace.num_ops(); ++o) {
-    delay += rebuild_before[o];
-    start[o] = timeline.op_start_ns[o] + delay;
-  }
-  std::sort(swaps.begin(), swaps.end(), [&](int32_t a, int32_t b) {
-    return draft.need(a) != draft.need(b) ? draft.need(a) < draft.need(b)
-                                          : a < b;
-  });
-  int64_t next_start = std::numeric_limits<int64_t>::max();
-  for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) {
-    const int32_t t = *it;
-    const Tensor& tensor = trace.tensors[t];
-    const int32_t need = draft.need(t);
-    // The prefetch must end before the rebuilds ahead of its need begin.
-    const int64_t deadline = start[need] - rebuild_before[need];
-    const int64_t latest_start =
-        std::min(deadline, next_start) - lead_ns[t] -
-        TransferNs(tensor.size_bytes, hw.h2d_bytes_per_second,
-                   hw.transfer_latency_ns);
-    next_start = latest_start;
-    // The last op that has started by latest_start.
-    const int32_t by_time =
-        static_cast<int32_t>(std::upper_bound(start.begin(),
-                                              start.begin() + need + 1,
-                                              latest_start) -
-                             start.begin()) -
-        1;
-    const int32_t earliest = tensor.last_forward_use + 1;
-    const int32_t latest = barriers ? run_start[need] : need;
-    const int32_t issue =
-        issue_at_need[t]
-            ? latest
-            : std::clamp(by_time, earliest, std::max(earliest, latest));
-    draft.SetSwap(t, forward_free[t], issue);
-  }
-}
-
-// A swap that repair gives up: recomputed where allowed and its rebuild
-// chain stays short (recompute_pass.h), otherwise kept.
-void Unswap(const Trace& trace, int32_t t, PlanDraft& draft) {
-  if (!trace.tensors[t].recompute_forbidden &&
-      draft.RebuildChainSize(t, kMaxRebuildChain) <= kMaxRebuildChain) {
-    draft.SetRecompute(t);
-  } else {
-    draft.SetKeep(t);
-  }
-}
-
-// Asks every prefetch that arrived after its need op started to be issued
-// earlier by more than it was late; a prefetch already issued as early as it
-// can be becomes a recomputation (or a keep). Returns the number of changes.
-int RepairLatePrefetches(const Trace& trace, const SimulationResult& replay,
-                         std::vector<int64_t>& lead_ns, PlanDraft& draft) {
-  std::vector<int64_t> prefetch_end(trace.tensors.size(), -1);
-  std::vector<int64_t> op_start(trace.ops.size(), -1);
-  for (const TimelineEvent& e : replay.timeline) {
-    if (e.kind == TimelineKind::kPrefetch) prefetch_end[e.index] = e.end_ns;
-    if (e.kind == TimelineKind::kOp) op_start[e.index] = e.start_ns;
-  }
-  int changes = 0;
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (draft.decision(t) != Decision::kSwap) continue;
-    const int32_t need = draft.need(t);
-    if (prefetch_end[t] < 0 || op_start[need] < 0 ||
-        prefetch_end[t] < op_start[need])
-      continue;
-    const int32_t issue = draft.plan().prefetch_issue_op[t];
-    if (issue > trace.tensors[t].last_forward_use + 1) {
-      lead_ns[t] += (prefetch_end[t] - op_start[need]) + lead_ns[t] / 2 + 1;
-    } else {
-      Unswap(trace, t, draft);
-    }
-    ++changes;
-  }
-  return changes;
-}
-
-}  // namespace
 
 int64_t PolishReplays(const Trace& trace, const PlannerOptions& options) {
   if (options.polish_work <= 0) return 0;
@@ -138,12 +25,6 @@ int64_t PolishReplays(const Trace& trace, const PlannerOptions& options) {
 
 int64_t MaxSlackSwapReplays(const Trace& trace, const PlannerOptions& options) {
   return options.max_repair_iterations + 2 + 3 * PolishReplays(trace, options);
-}
-
-double PlanningResult::GapToLowerBound() const {
-  if (!feasible || lower_bound.iteration_ns <= 0) return 0;
-  return static_cast<double>(replay.iteration_ns - lower_bound.iteration_ns) /
-         static_cast<double>(lower_bound.iteration_ns);
 }
 
 absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
@@ -165,7 +46,6 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   auto replay = [&](const Plan& plan, bool timeline_wanted) {
     SimulationOptions o = sim;
     o.record_timeline = timeline_wanted;
-    ++result.stats.repair_iterations;
     return SimulateSchedule(trace, hardware, plan, DeriveSchedule(trace, plan),
                             o);
   };
@@ -205,6 +85,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   for (int iteration = 0; iteration < options.max_repair_iterations;
        ++iteration) {
     if (stop.StopNow()) return PlanningStopped();
+    ++result.stats.repair_iterations;
     const SimulationResult r = replay(draft.plan(), true);
     if (r.feasible &&
         (!have_best || r.iteration_ns < result.replay.iteration_ns)) {

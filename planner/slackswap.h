@@ -24,40 +24,14 @@
 #define SLACKSWAP_PLANNER_SLACKSWAP_H_
 
 #include <cstdint>
-#include <string>
 
 #include "absl/status/statusor.h"
-#include "planner/lower_bound.h"
 #include "planner/planner_options.h"
-#include "simulator/event_model.h"
+#include "planner/planning_result.h"
 #include "simulator/hardware.h"
-#include "simulator/plan.h"
 #include "simulator/trace.h"
 
 namespace slackswap {
-
-struct PlanningResult {
-  // False when no plan was found within the budget; `reason` says why. The
-  // plan and replay are then those of the last attempt (replay infeasible).
-  bool feasible = true;
-  std::string reason;
-  Plan plan;
-  // The plan's replay in the event model: Simulate(trace, hardware, plan,
-  // {budget, barriers}) reproduces it exactly.
-  SimulationResult replay;
-  LowerBound lower_bound;
-  PlannerStats stats;
-  // The replay used per-layer barriers (the policy's runtime has them).
-  bool per_layer_barriers = false;
-  // For an infeasible answer (frontier.h, ExplainInfeasible): the budget
-  // below which no plan fits (proven), and the smallest at which SlackSwap
-  // plans (0 when not searched).
-  int64_t proven_floor_bytes = 0;
-  int64_t smallest_planned_budget_bytes = 0;
-
-  // (replay - bound) / bound, or 0 when infeasible.
-  double GapToLowerBound() const;
-};
 
 // The most replays PlanSlackSwap makes for `trace`: its repair rounds, the
 // final replay and the improvement step's (at most three starts of

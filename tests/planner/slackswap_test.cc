@@ -143,6 +143,30 @@ TEST(SlackSwapTest, BudgetBelowOneOpsWorkingSetIsInfeasibleWithItsReason) {
   EXPECT_EQ(report.outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
 }
 
+TEST(SlackSwapTest, RepairIterationsCountRoundsOfValidationAndRepair) {
+  // The all-keep budget: one round replays the plan and finds nothing to
+  // repair. The improvement step's replays are not counted there.
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10);
+  t.Tensor(100, 0, {1, 3}, 5);
+  t.Tensor(50, 1, {2}, 5, {0});
+  const Trace trace = t.Build();
+  const PlanningResult r = PlanOrDie(trace, AllKeepPeakBytes(trace));
+  EXPECT_EQ(r.stats.repair_iterations, 1);
+  EXPECT_EQ(r.stats.repairs, 0);
+  EXPECT_GT(r.stats.polish_replays, 0);
+  // A budget the bound proves infeasible: no round runs.
+  const PlanningResult none = PlanOrDie(trace, 10);
+  EXPECT_FALSE(none.feasible);
+  EXPECT_EQ(none.stats.repair_iterations, 0);
+  // Never more rounds than asked for.
+  PlannerOptions one;
+  one.max_repair_iterations = 1;
+  EXPECT_LE(PlanOrDie(trace, AllKeepPeakBytes(trace) - 1, one)
+                .stats.repair_iterations,
+            1);
+}
+
 TEST(SlackSwapTest, HostPinnedCapBoundsSwappedBytes) {
   TinyTrace t;
   t.Fwd(10), t.Fwd(1000), t.Fwd(10), t.Bwd(1000), t.Bwd(1000), t.Bwd(10);

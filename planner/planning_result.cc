@@ -1,0 +1,11 @@
+#include "planner/planning_result.h"
+
+namespace slackswap {
+
+double PlanningResult::GapToLowerBound() const {
+  if (!feasible || lower_bound.iteration_ns <= 0) return 0;
+  return static_cast<double>(replay.iteration_ns - lower_bound.iteration_ns) /
+         static_cast<double>(lower_bound.iteration_ns);
+}
+
+}  // namespace slackswap

@@ -1,0 +1,43 @@
+// File: planning_result.h
+//
+// What a planning policy answers: the plan, its replay in the event model,
+// the lower bound it is judged against, and the planner's statistics.
+#ifndef SLACKSWAP_PLANNER_PLANNING_RESULT_H_
+#define SLACKSWAP_PLANNER_PLANNING_RESULT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "planner/lower_bound.h"
+#include "planner/planner_options.h"
+#include "simulator/event_model.h"
+#include "simulator/plan.h"
+
+namespace slackswap {
+
+struct PlanningResult {
+  // False when no plan was found within the budget; `reason` says why. The
+  // plan and replay are then those of the last attempt (replay infeasible).
+  bool feasible = true;
+  std::string reason;
+  Plan plan;
+  // The plan's replay in the event model: Simulate(trace, hardware, plan,
+  // {budget, barriers}) reproduces it exactly.
+  SimulationResult replay;
+  LowerBound lower_bound;
+  PlannerStats stats;
+  // The replay used per-layer barriers (the policy's runtime has them).
+  bool per_layer_barriers = false;
+  // For an infeasible answer (frontier.h, ExplainInfeasible): the budget
+  // below which no plan fits (proven), and the smallest at which SlackSwap
+  // plans (0 when not searched).
+  int64_t proven_floor_bytes = 0;
+  int64_t smallest_planned_budget_bytes = 0;
+
+  // (replay - bound) / bound, or 0 when infeasible.
+  double GapToLowerBound() const;
+};
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_PLANNING_RESULT_H_

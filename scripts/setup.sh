@@ -8,11 +8,12 @@ packages=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev grpc-proto
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang-14 libclang-rt-14-dev libfuzzer-14-dev
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format-14
   coinor-libclp-dev
   python3 python3-grpcio python3-protobuf python3-yaml prometheus curl openssl yamllint
   util-linux
   python3-torch python3-torchvision
+  python3-venv python3-pip python3-setuptools python3-wheel
 )
 # kubectl (for kustomize), unless one is already there.
 if ! command -v kubectl >/dev/null 2>&1; then

@@ -150,9 +150,10 @@ int32_t Low32(uint64_t value) {
 }
 
 // Operator and Tensor have fields 1 to 8 that the planner reads; later
-// fields are skipped, as protobuf keeps unknown ones aside. The varint fields are read into a
-// table by field number and typed at the end: no branch on the field per
-// value, and a field written twice keeps its last value, as in protobuf.
+// fields are skipped, as protobuf keeps unknown ones aside. The varint fields
+// are read into a table by field number and typed at the end: no branch on the
+// field per value, and a field written twice keeps its last value, as in
+// protobuf.
 constexpr uint32_t kLastField = 8;
 
 bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
@@ -166,8 +167,7 @@ bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
       if (wire_type != kLengthDelimited || !in.Name(op.name_)) return false;
     } else if (field > kLastField) {
       if (!in.Skip(wire_type)) return false;  // a newer or runtime-only field
-    } else if (wire_type != kVarint ||
-               !in.Varint(values[field])) {
+    } else if (wire_type != kVarint || !in.Varint(values[field])) {
       return false;
     }
   }
@@ -228,8 +228,7 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
     } else if (field > kLastField) {
       // producer_output (for runtimes) and newer fields.
       if (!in.Skip(wire_type)) return false;
-    } else if (wire_type != kVarint ||
-               !in.Varint(values[field])) {
+    } else if (wire_type != kVarint || !in.Varint(values[field])) {
       return false;
     }
   }

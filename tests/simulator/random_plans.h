@@ -62,7 +62,8 @@ inline std::vector<Workload> SmallWorkloads(
       const Hardware hw = *HardwarePreset(gpu);
       absl::StatusOr<v1::Trace> proto = GenerateTrace(spec, hw);
       EXPECT_TRUE(proto.ok()) << proto.status();
-      out.push_back({absl::StrCat(preset, "/", gpu), *TraceFromProto(*proto), hw});
+      out.push_back(
+          {absl::StrCat(preset, "/", gpu), *TraceFromProto(*proto), hw});
     }
   }
   return out;

@@ -69,6 +69,14 @@ std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status) {
   return out;
 }
 
+absl::Status WithFieldViolations(
+    const absl::Status& status, const std::vector<FieldViolation>& violations) {
+  absl::Status out = status;
+  if (!violations.empty())
+    out.SetPayload(kPayloadUrl, absl::Cord(Encode(violations)));
+  return out;
+}
+
 absl::Status RenameField(const absl::Status& status, absl::string_view from,
                          absl::string_view to) {
   std::vector<FieldViolation> violations = FieldViolationsOf(status);

@@ -62,6 +62,11 @@ absl::Status TooLargeField(absl::string_view field,
 // InvalidField; empty for any other status.
 std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status);
 
+// `status` (its code and message) carrying `violations` as FieldViolationsOf
+// reads them: how a status that crossed the wire gets them back.
+absl::Status WithFieldViolations(const absl::Status& status,
+                                 const std::vector<FieldViolation>& violations);
+
 // `status` with every field path that starts with `from` (a whole path
 // component) starting with `to` instead, in the message and the payload:
 // RenameField(s, "budget", "budgets[2]") turns "budget.bytes" into

@@ -4,6 +4,7 @@
 #include "absl/time/clock.h"
 #include "base/file.h"
 #include "grpcpp/grpcpp.h"
+#include "service/grpc_status.h"
 #include "service/service_core.h"
 
 namespace slackswap {
@@ -100,10 +101,7 @@ class Remote : public Backend {
         std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline_)));
     T response;
     const grpc::Status status = rpc(&context, &response);
-    if (!status.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          status.error_message());
-    }
+    if (!status.ok()) return FromGrpcStatus(status);
     return response;
   }
 

@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/field_violations.h"
 #include "base/malloc_tuning.h"
 #include "base/status_macros.h"
 #include "client/backend.h"
@@ -196,8 +197,16 @@ Exit status: 0 on success, 2 on a usage error, 1 on any other error.)";
 constexpr int kUsageExit = 2;
 constexpr int kFailureExit = 1;
 
+// The message, then every field violation it carries when there are more
+// than the one the message names (in-process and remote alike).
 int ExitFor(const absl::Status& status, int exit_code) {
   std::cerr << "slackswap: " << status.message() << "\n";
+  const std::vector<slackswap::FieldViolation> violations =
+      slackswap::FieldViolationsOf(status);
+  if (violations.size() > 1) {
+    for (const slackswap::FieldViolation& v : violations)
+      std::cerr << "  " << v.field << ": " << v.description << "\n";
+  }
   return exit_code;
 }
 

@@ -57,6 +57,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(code, message, details.SerializeAsString());
 }
 
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return WithFieldViolations(
+      absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                   status.error_message()),
+      FieldViolationsOf(status));
+}
+
 std::vector<FieldViolation> FieldViolationsOf(const grpc::Status& status) {
   std::vector<FieldViolation> out;
   google::rpc::Status details;

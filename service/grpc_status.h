@@ -1,6 +1,7 @@
 // File: grpc_status.h
 //
-// The one place where internal absl::Status values become grpc::Status. Codes
+// The one place where internal absl::Status values become grpc::Status, and
+// back for clients. Codes
 // map one to one; field violations (field_violations.h) travel as a
 // google.rpc.BadRequest in the google.rpc.Status details; messages are cut to
 // a bounded length.
@@ -18,6 +19,11 @@ namespace slackswap {
 inline constexpr size_t kMaxStatusMessageBytes = 512;
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The other way, for clients: the same code and message, and the BadRequest
+// field violations back as FieldViolationsOf(absl::Status) reads them, so a
+// remote call fails as the same call in-process does.
+absl::Status FromGrpcStatus(const grpc::Status& status);
 
 // The canonical name of a status code ("OK", "INVALID_ARGUMENT", ...);
 // "UNKNOWN" for values outside 0..16.

@@ -216,6 +216,18 @@ class ServerTest(unittest.TestCase):
                                  capture_output=True, text=True, timeout=60)
             self.assertEqual(bad.returncode, 1)
             self.assertIn("batch", bad.stderr)
+            # Two violations found by the server: the remote call fails as the
+            # local one does, every field violation listed.
+            args = [ARGS.cli, "generate", "--preset", "gpt2-xl", "--batch", "-3", "--seq", "-5"]
+            local = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            remote = subprocess.run(args + ["--server", self.server.address],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual((local.returncode, remote.returncode), (1, 1))
+            self.assertEqual(local.stderr, remote.stderr)
+            listed = [line.strip() for line in remote.stderr.splitlines()
+                      if line.startswith("  ")]
+            self.assertEqual([line.split(":")[0] for line in listed],
+                             ["batch", "sequence_length"], remote.stderr)
 
     def test_bench_server_reports_the_cpu_time_of_the_process_it_is_given(self):
         with tempfile.TemporaryDirectory() as work:

@@ -88,9 +88,11 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
     swapadvisor.should_stop = options.should_stop;
     genetic_search.should_stop = options.should_stop;
   }
+  // Times that would overflow the event model: refused once, for every
+  // policy (INVALID_ARGUMENT).
+  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
   switch (policy) {
     case Policy::kIdeal: {
-      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
       LowerBound bound;
       bound.iteration_ns = trace.ideal_ns;
       return Judge(trace, hardware, kUnlimitedBytes, IdealPlan(trace), false,
@@ -108,23 +110,18 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
       slackswap.per_layer_barriers = true;
       return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
     case Policy::kVdnn:
-      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
       return PlanVdnn(trace, hardware, budget_bytes, slackswap.should_stop);
     case Policy::kSuperNeurons:
-      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
       return PlanSuperNeurons(trace, hardware, budget_bytes,
                               slackswap.should_stop);
     case Policy::kSwapAdvisor:
-      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
       return PlanSwapAdvisor(trace, hardware, budget_bytes, swapadvisor);
     case Policy::kCheckpointing:
-      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
       return PlanCheckpointing(trace, hardware, budget_bytes,
                                slackswap.should_stop);
     case Policy::kGeneticSearch:
       return PlanGeneticSearch(trace, hardware, budget_bytes, genetic_search);
     case Policy::kOptimum: {
-      SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
       OptimumOptions optimum = options.optimum;
       if (options.should_stop) optimum.should_stop = options.should_stop;
       return PlanOptimum(trace, hardware, budget_bytes, optimum);

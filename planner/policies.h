@@ -32,6 +32,8 @@ enum class Policy {
   kGeneticSearch,
   kOptimum,  // the exact optimum of a small trace (optimum.h); keep last
 };
+// How many policies there are (arrays indexed by policy are this long).
+inline constexpr int kNumPolicies = static_cast<int>(Policy::kOptimum) + 1;
 
 // Stable lower-case names ("slackswap", "vdnn", "superneurons",
 // "swapadvisor", "checkpointing", "genetic-search", "optimum", "ideal",

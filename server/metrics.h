@@ -37,10 +37,12 @@
 
 namespace slackswap {
 
+// The RPCs, as metric labels; kGenerateTrace stays last.
 enum class Method { kPlan, kSimulate, kCompare, kFrontier, kGenerateTrace };
-inline constexpr int kNumMethods = 5;
-inline constexpr int kNumCodes = 17;  // grpc::StatusCode 0..16
-inline constexpr int kNumPolicies = static_cast<int>(Policy::kOptimum) + 1;
+inline constexpr int kNumMethods = static_cast<int>(Method::kGenerateTrace) + 1;
+// The canonical status codes, 0 (OK) to UNAUTHENTICATED, the largest.
+inline constexpr int kNumCodes =
+    static_cast<int>(grpc::StatusCode::UNAUTHENTICATED) + 1;
 
 const char* MethodName(Method method);
 

@@ -64,6 +64,22 @@ TinyTrace TwoLayers() {
 // mirroring its reader, so the all-keep peak (700) spans ops 6 and 7, and a
 // one-layer-ahead prefetch brings block 1's tensors back at op 7.
 
+TEST(PoliciesTest, EveryPolicyIsListedOnceAndNamedBothWays) {
+  // Arrays indexed by policy (the server's metrics) are kNumPolicies long.
+  ASSERT_EQ(static_cast<int>(AllPolicies().size()), kNumPolicies);
+  std::vector<int> seen(kNumPolicies, 0);
+  for (Policy p : AllPolicies()) {
+    const int i = static_cast<int>(p);
+    ASSERT_GE(i, 0);
+    ASSERT_LT(i, kNumPolicies);
+    ++seen[i];
+    absl::StatusOr<Policy> back = PolicyFromName(PolicyName(p));
+    ASSERT_TRUE(back.ok()) << PolicyName(p);
+    EXPECT_EQ(*back, p);
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
 TEST(VdnnTest, SwapsInProductionOrderUntilTheBudgetIsMetWithBarriers) {
   const Trace trace = TwoLayers().Build();
   // 650 needs 50 bytes gone at ops 6 and 7: t0, first in production order,

@@ -17,6 +17,7 @@
 #include "simulator/proto_convert.h"
 #include "simulator/small_traces.h"
 #include "tests/planner/shaped_traces.h"
+#include "tests/simulator/test_traces.h"
 
 namespace slackswap {
 namespace {
@@ -116,6 +117,26 @@ TEST(PlannerStopTest, EveryPolicyStopsInsideTheWork) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
     EXPECT_GE(second.calls.load(), 2);
     EXPECT_LE(second.calls.load(), 4);
+  }
+}
+
+TEST(PolicyTimeRangeTest, EveryPolicyRefusesTimesThatWouldOverflow) {
+  // A link so slow that the offload of 2^59 bytes would overflow the event
+  // model's clock: every policy answers INVALID_ARGUMENT naming the field.
+  testing::TinyTrace t;
+  t.Fwd(10), t.Bwd(10);
+  t.Tensor(int64_t{1} << 59, 0, {1});
+  const Trace trace = t.Build();
+  Hardware slow = testing::ByteNanosecondLink();
+  slow.d2h_bytes_per_second = 1;
+  for (Policy policy : AllPolicies()) {
+    const absl::StatusOr<PlanningResult> r =
+        RunPolicy(policy, trace, slow, int64_t{1} << 60, PolicyOptions());
+    ASSERT_FALSE(r.ok()) << PolicyName(policy);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message().rfind("hardware.d2h_bytes_per_second", 0),
+              0u)
+        << PolicyName(policy) << ": " << r.status();
   }
 }
 

@@ -1,6 +1,7 @@
 #include "planner/frontier.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -26,6 +27,98 @@ absl::StatusOr<int64_t> SmallestPlannedBudget(
     }
   }
   return hi;
+}
+
+namespace {
+
+FrontierPoint PointOf(const PlanningResult& r, int64_t budget) {
+  FrontierPoint p;
+  p.budget_bytes = budget;
+  p.planned = r.feasible;
+  if (r.feasible) {
+    p.throughput_ratio = r.replay.throughput_ratio;
+    p.iteration_ns = r.replay.iteration_ns;
+    p.swapped_bytes = r.replay.swapped_bytes;
+    p.recomputed_bytes = r.replay.recomputed_bytes;
+  }
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<FrontierCurve> ComputeFrontier(
+    const Trace& trace, const std::vector<double>& fractions,
+    double target_throughput_ratio,
+    const std::function<absl::StatusOr<PlanningResult>(int64_t)>& plan) {
+  const int64_t peak = AllKeepPeakBytes(trace);
+  FrontierCurve frontier;
+  frontier.all_keep_peak_bytes = peak;
+  auto plan_at = [&](int64_t budget) -> absl::StatusOr<FrontierPoint> {
+    SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult r, plan(budget));
+    return PointOf(r, budget);
+  };
+  auto reaches = [&](const FrontierPoint& p) {
+    return p.planned && p.throughput_ratio >= target_throughput_ratio;
+  };
+  // The curve starts at the floor: budgets below the proven floor have no
+  // plan, and the first point is the smallest budget SlackSwap meets.
+  const int64_t floor = ComputeProvenFloor(trace).bytes;
+  frontier.proven_floor_bytes = floor;
+  std::vector<int64_t> budgets;
+  for (double f : fractions) {
+    const int64_t b =
+        static_cast<int64_t>(std::floor(f * static_cast<double>(peak)));
+    if (b >= floor) budgets.push_back(b);
+  }
+  if (floor <= peak) {
+    SLACKSWAP_ASSIGN_OR_RETURN(
+        const int64_t first,
+        SmallestPlannedBudget(floor, peak, peak / 1000,
+                              [&](int64_t budget) -> absl::StatusOr<bool> {
+                                SLACKSWAP_ASSIGN_OR_RETURN(FrontierPoint p,
+                                                           plan_at(budget));
+                                return p.planned;
+                              }));
+    budgets.push_back(first);
+  }
+  std::sort(budgets.begin(), budgets.end());
+  budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+  for (int64_t b : budgets) {
+    SLACKSWAP_ASSIGN_OR_RETURN(FrontierPoint p, plan_at(b));
+    frontier.points.push_back(p);
+  }
+  if (target_throughput_ratio <= 0) return frontier;
+  // The smallest budget that reaches the target: bisect between the largest
+  // curve point below it that does not and the smallest that does (or the
+  // peak, where the all-keep plan reaches any target).
+  int64_t hi = peak, lo = 0;
+  FrontierPoint best;
+  for (const FrontierPoint& p : frontier.points) {
+    if (reaches(p)) {
+      hi = p.budget_bytes;
+      best = p;
+      break;
+    }
+    lo = p.budget_bytes;
+  }
+  if (best.budget_bytes == 0) {
+    SLACKSWAP_ASSIGN_OR_RETURN(best, plan_at(peak));
+  }
+  if (!reaches(best)) return frontier;
+  const int64_t precision = std::max<int64_t>(1, peak / 1000);
+  while (hi - lo > precision) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    SLACKSWAP_ASSIGN_OR_RETURN(FrontierPoint p, plan_at(mid));
+    if (reaches(p)) {
+      hi = mid;
+      best = p;
+    } else {
+      lo = mid;
+    }
+  }
+  frontier.target_reached = true;
+  frontier.smallest_budget = best;
+  return frontier;
 }
 
 absl::Status ExplainInfeasible(const Trace& trace, const Hardware& hardware,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "planner/planner_options.h"
@@ -25,6 +26,40 @@ namespace slackswap {
 absl::StatusOr<int64_t> SmallestPlannedBudget(
     int64_t lo, int64_t hi, int64_t precision,
     const std::function<absl::StatusOr<bool>(int64_t)>& planned);
+
+// One point of a frontier: a budget and what planning at it gave.
+struct FrontierPoint {
+  int64_t budget_bytes = 0;
+  bool planned = false;
+  // When planned: the plan's replay.
+  double throughput_ratio = 0;
+  int64_t iteration_ns = 0;
+  int64_t swapped_bytes = 0;
+  int64_t recomputed_bytes = 0;
+};
+
+// Throughput against budget, from the proven floor up.
+struct FrontierCurve {
+  int64_t all_keep_peak_bytes = 0;
+  int64_t proven_floor_bytes = 0;
+  // The budgets asked for at or above the floor, and the smallest budget
+  // SlackSwap meets (bisection to 1/1000 of the peak): ascending, distinct.
+  std::vector<FrontierPoint> points;
+  // With a target: the smallest budget found that reaches it (bisection
+  // between the curve's points, to 1/1000 of the peak), if any does.
+  bool target_reached = false;
+  FrontierPoint smallest_budget;
+};
+
+// The frontier of `trace` at `fractions` of its all-keep peak (sorted,
+// distinct, in (0, 1]), and with `target_throughput_ratio` > 0 the smallest
+// budget that reaches it. `plan(budget)` plans at a budget (the caller's
+// policy, options and stop); its errors pass through. At most
+// fractions.size() + 11 plans, and 12 more with a target.
+absl::StatusOr<FrontierCurve> ComputeFrontier(
+    const Trace& trace, const std::vector<double>& fractions,
+    double target_throughput_ratio,
+    const std::function<absl::StatusOr<PlanningResult>(int64_t)>& plan);
 
 // For an infeasible SlackSwap answer: sets result.proven_floor_bytes and
 // result.smallest_planned_budget_bytes (bisection between the floor and the

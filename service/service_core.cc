@@ -59,19 +59,18 @@ absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
   return options;
 }
 
-v1::FrontierPoint PointOf(const PlanningResult& r, int64_t budget,
-                          int64_t peak) {
+v1::FrontierPoint PointToProto(const FrontierPoint& point, int64_t peak) {
   v1::FrontierPoint p;
-  p.set_budget_bytes(budget);
-  p.set_budget_fraction_of_peak(peak > 0 ? static_cast<double>(budget) / peak
-                                         : 0);
-  p.set_outcome(r.feasible ? v1::PLAN_OUTCOME_PLANNED
-                           : v1::PLAN_OUTCOME_INFEASIBLE);
-  if (r.feasible) {
-    p.set_throughput_ratio(r.replay.throughput_ratio);
-    p.set_iteration_ns(r.replay.iteration_ns);
-    p.set_swapped_bytes(r.replay.swapped_bytes);
-    p.set_recomputed_bytes(r.replay.recomputed_bytes);
+  p.set_budget_bytes(point.budget_bytes);
+  p.set_budget_fraction_of_peak(
+      peak > 0 ? static_cast<double>(point.budget_bytes) / peak : 0);
+  p.set_outcome(point.planned ? v1::PLAN_OUTCOME_PLANNED
+                              : v1::PLAN_OUTCOME_INFEASIBLE);
+  if (point.planned) {
+    p.set_throughput_ratio(point.throughput_ratio);
+    p.set_iteration_ns(point.iteration_ns);
+    p.set_swapped_bytes(point.swapped_bytes);
+    p.set_recomputed_bytes(point.recomputed_bytes);
   }
   return p;
 }
@@ -389,79 +388,27 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), {Policy::kSlackSwap}, runs,
                                       options, "budget_fractions"));
 
-  const int64_t peak = AllKeepPeakBytes(in.trace());
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      const FrontierCurve frontier,
+      ComputeFrontier(in.trace(), fractions, target,
+                      [&](int64_t budget) -> absl::StatusOr<PlanningResult> {
+                        if (should_stop && should_stop()) return Stopped();
+                        return RunObserved(Policy::kSlackSwap, in.trace(),
+                                           in.hardware, budget, options);
+                      }));
+  const int64_t peak = frontier.all_keep_peak_bytes;
   v1::FrontierResponse response;
   response.set_all_keep_peak_bytes(peak);
   response.set_ideal_ns(in.trace().ideal_ns);
-  auto plan_at = [&](int64_t budget) -> absl::StatusOr<v1::FrontierPoint> {
-    if (should_stop && should_stop()) return Stopped();
-    SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult r,
-                               RunObserved(Policy::kSlackSwap, in.trace(),
-                                           in.hardware, budget, options));
-    return PointOf(r, budget, peak);
-  };
-  auto reaches = [&](const v1::FrontierPoint& p) {
-    return p.outcome() == v1::PLAN_OUTCOME_PLANNED &&
-           p.throughput_ratio() >= target;
-  };
-  // The curve starts at the floor: budgets below the proven floor have no
-  // plan, and the first point is the smallest budget SlackSwap meets.
-  const int64_t floor = ComputeProvenFloor(in.trace()).bytes;
-  response.set_proven_floor_bytes(floor);
-  std::vector<int64_t> budgets;
-  for (double f : fractions) {
-    const int64_t b =
-        static_cast<int64_t>(std::floor(f * static_cast<double>(peak)));
-    if (b >= floor) budgets.push_back(b);
+  response.set_proven_floor_bytes(frontier.proven_floor_bytes);
+  for (const FrontierPoint& p : frontier.points) {
+    *response.add_points() = PointToProto(p, peak);
   }
-  if (floor <= peak) {
-    SLACKSWAP_ASSIGN_OR_RETURN(
-        const int64_t first,
-        SmallestPlannedBudget(floor, peak, peak / 1000,
-                              [&](int64_t budget) -> absl::StatusOr<bool> {
-                                SLACKSWAP_ASSIGN_OR_RETURN(v1::FrontierPoint p,
-                                                           plan_at(budget));
-                                return p.outcome() == v1::PLAN_OUTCOME_PLANNED;
-                              }));
-    budgets.push_back(first);
+  if (frontier.target_reached) {
+    response.set_target_reached(true);
+    *response.mutable_smallest_budget() =
+        PointToProto(frontier.smallest_budget, peak);
   }
-  std::sort(budgets.begin(), budgets.end());
-  budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
-  for (int64_t b : budgets) {
-    SLACKSWAP_ASSIGN_OR_RETURN(v1::FrontierPoint p, plan_at(b));
-    *response.add_points() = p;
-  }
-  if (target <= 0) return response;
-  // The smallest budget that reaches the target: bisect between the largest
-  // curve point below it that does not and the smallest that does (or the
-  // peak, where the all-keep plan reaches any target).
-  int64_t hi = peak, lo = 0;
-  v1::FrontierPoint best;
-  for (const v1::FrontierPoint& p : response.points()) {
-    if (reaches(p)) {
-      hi = p.budget_bytes();
-      best = p;
-      break;
-    }
-    lo = p.budget_bytes();
-  }
-  if (best.budget_bytes() == 0) {
-    SLACKSWAP_ASSIGN_OR_RETURN(best, plan_at(peak));
-  }
-  if (!reaches(best)) return response;
-  const int64_t precision = std::max<int64_t>(1, peak / 1000);
-  while (hi - lo > precision) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    SLACKSWAP_ASSIGN_OR_RETURN(v1::FrontierPoint p, plan_at(mid));
-    if (reaches(p)) {
-      hi = mid;
-      best = p;
-    } else {
-      lo = mid;
-    }
-  }
-  response.set_target_reached(true);
-  *response.mutable_smallest_budget() = best;
   return response;
 }
 

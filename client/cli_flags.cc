@@ -1,0 +1,103 @@
+#include "client/cli_flags.h"
+
+#include "absl/flags/flag.h"
+#include "planner/planner_options.h"
+
+ABSL_FLAG(std::string, preset, "gpt2-xl",
+          "workload preset: bert-large, gpt2-xl, llama-7b, vgg16 (ignored with "
+          "--trace)");
+ABSL_FLAG(std::string, trace, "",
+          "trace file (binary protobuf or JSON) instead of --preset");
+ABSL_FLAG(
+    std::string, hardware, "a100",
+    "hardware preset (titan-x, v100, a100, h100, gh200) or a Hardware file "
+    "(generate: presets only)");
+ABSL_FLAG(int64_t, batch, 0, "batch size (0: the preset's)");
+ABSL_FLAG(int64_t, seq, 0, "sequence length (0: the preset's)");
+ABSL_FLAG(int32_t, layers, 0, "transformer layers (0: the preset's)");
+ABSL_FLAG(std::string, precision, "",
+          "bf16, fp16 or fp32 (empty: the preset's)");
+ABSL_FLAG(std::string, attention, "", "flash or unfused (empty: the preset's)");
+ABSL_FLAG(std::string, out, "",
+          "generate: where to write the trace (.json: JSON, else binary)");
+ABSL_FLAG(std::string, hardware_out, "",
+          "generate: also write the hardware descriptor here");
+ABSL_FLAG(std::string, budget, "1.0",
+          "activation-memory budget: a fraction of the all-keep peak (0.5 or "
+          "50%), bytes "
+          "(123456, 20GB, 20GiB) or 'unlimited'");
+ABSL_FLAG(std::string, policy, "ideal",
+          "simulate: ideal (all keep; ignores --budget: memory unlimited), "
+          "all-keep, or all-swap");
+ABSL_FLAG(std::string, plan, "",
+          "simulate: replay this plan file instead of --policy");
+ABSL_FLAG(std::string, plan_out, "",
+          "simulate, plan: write the plan, with its schedule (.json: JSON, "
+          "else binary)");
+ABSL_FLAG(bool, barriers, false,
+          "simulate, plan: vDNN-style per-layer barriers");
+ABSL_FLAG(bool, json, false, "print the result as JSON");
+ABSL_FLAG(bool, lp_bound, false,
+          "plan, compare, frontier: also bound the iteration with the linear "
+          "program (COIN-OR Clp) and report the larger bound");
+ABSL_FLAG(
+    std::string, timeline, "",
+    "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
+ABSL_FLAG(double, guard, slackswap::PlannerOptions().guard_fraction,
+          "plan: offloads must finish by (1 - guard) of the forward time, in "
+          "[0, 0.9]");
+ABSL_FLAG(std::string, ranking, "cost",
+          "plan: swap candidates by recompute cost per byte ('cost') or "
+          "'production' order");
+ABSL_FLAG(bool, link_budget_pass, true,
+          "plan: spend the link budget (false: recompute only)");
+ABSL_FLAG(std::string, planner, "slackswap",
+          "plan: the policy that plans (any name --policies accepts)");
+ABSL_FLAG(std::string, budgets, "0.3,0.5,0.7",
+          "compare: comma-separated budgets (as --budget)");
+ABSL_FLAG(std::string, policies,
+          "slackswap,vdnn,superneurons,swapadvisor,checkpointing",
+          "compare: comma-separated policies (ideal, slackswap, "
+          "slackswap-production-order, "
+          "slackswap-no-link-budget, slackswap-barriers, vdnn, superneurons, "
+          "swapadvisor, "
+          "checkpointing, genetic-search)");
+ABSL_FLAG(
+    int64_t, genetic_evaluations, 10000,
+    "compare, report: plans the genetic search replays (the optimality check)");
+ABSL_FLAG(double, target, 0,
+          "frontier: throughput ratio to reach, in (0, 1] (0: none)");
+ABSL_FLAG(std::string, fractions, "",
+          "frontier: comma-separated budget fractions (empty: 0.10, 0.15, ..., "
+          "1.00)");
+ABSL_FLAG(bool, quick, false,
+          "report: the short version (one reduced model, two budgets)");
+ABSL_FLAG(std::string, out_dir, "docs",
+          "report: where results.md and results/ go");
+ABSL_FLAG(std::string, server, "",
+          "send the request to a slackswap-server at this address (empty: "
+          "in-process)");
+ABSL_FLAG(std::string, tls_ca, "", "--server over TLS, trusting this CA (PEM)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "--server: client certificate (PEM), for mutual TLS");
+ABSL_FLAG(std::string, tls_key, "", "--server: client private key (PEM)");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "--server: name to check on the server certificate");
+ABSL_FLAG(absl::Duration, deadline, absl::Seconds(60),
+          "deadline for each request");
+ABSL_FLAG(int, concurrency, 4, "bench-server: concurrent callers");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
+          "bench-server: how long to measure");
+ABSL_FLAG(absl::Duration, warmup, absl::ZeroDuration(),
+          "bench-server: run this long first, leaving those calls out of the "
+          "report");
+ABSL_FLAG(int64_t, requests, 0,
+          "bench-server: stop after this many calls (0: --duration only)");
+ABSL_FLAG(bool, local, false,
+          "bench-server: call the planner in-process instead of --server");
+ABSL_FLAG(int, planning_threads, 0,
+          "bench-server --local: threads that plan the callers' calls in "
+          "arrival order, as the server's do (0: one per usable CPU)");
+ABSL_FLAG(int, server_pid, 0,
+          "bench-server: the server's process id, when it runs on this "
+          "machine: report its CPU time per call too");

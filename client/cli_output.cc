@@ -1,0 +1,97 @@
+#include "client/cli_output.h"
+
+#include <cstdio>
+#include <iostream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/field_violations.h"
+#include "simulator/event_model.h"
+
+namespace slackswap {
+namespace {
+
+std::string OffloadLag(const v1::Metrics& m) {
+  if (m.swapped_bytes() == 0) return "nothing offloaded";
+  if (m.last_offload_lag_ns() <= 0) {
+    return "offloads done " + Millis(-m.last_offload_lag_ns()) +
+           " before the forward pass ended";
+  }
+  return "last offload ended " + Millis(m.last_offload_lag_ns()) +
+         " after the forward pass";
+}
+
+}  // namespace
+
+// The message, then every field violation it carries when there are more
+// than the one the message names (in-process and remote alike).
+int ExitFor(const absl::Status& status, int exit_code) {
+  std::cerr << "slackswap: " << status.message() << "\n";
+  const std::vector<slackswap::FieldViolation> violations =
+      slackswap::FieldViolationsOf(status);
+  if (violations.size() > 1) {
+    for (const slackswap::FieldViolation& v : violations)
+      std::cerr << "  " << v.field << ": " << v.description << "\n";
+  }
+  return exit_code;
+}
+
+std::string Gigabytes(int64_t bytes) {
+  if (bytes == kUnlimitedBytes) return "unlimited";
+  return absl::StrFormat("%.2f GB", static_cast<double>(bytes) / 1e9);
+}
+std::string Millis(int64_t ns) {
+  return absl::StrFormat("%.2f ms", static_cast<double>(ns) / 1e6);
+}
+
+void PrintMetrics(const Inputs& in, const std::string& policy,
+                  const v1::Metrics& m) {
+  const int64_t peak = AllKeepPeakBytes(in.trace);
+  std::string budget = Gigabytes(m.budget_bytes());
+  if (m.budget_bytes() != kUnlimitedBytes && peak > 0) {
+    absl::StrAppend(
+        &budget,
+        absl::StrFormat(" (%.1f%% of the all-keep peak, %s)",
+                        100.0 * m.budget_bytes() / peak, Gigabytes(peak)));
+  }
+  std::cout << absl::StrFormat(
+      "trace        %s (%d ops, %d tensors, %s saved)\n"
+      "hardware     %s (D2H %s/s, H2D %s/s)\n"
+      "policy       %s\n"
+      "budget       %s\n",
+      in.trace.name, in.trace.num_ops(), in.trace.num_tensors(),
+      Gigabytes(in.trace.total_tensor_bytes), in.hardware.name,
+      Gigabytes(in.hardware.d2h_bytes_per_second),
+      Gigabytes(in.hardware.h2d_bytes_per_second), policy, budget);
+  if (m.outcome() != v1::SIMULATION_OUTCOME_COMPLETED) {
+    std::cout << "outcome      INFEASIBLE: " << m.infeasibility().reason()
+              << "\n";
+    return;
+  }
+  std::cout << absl::StrFormat(
+      "outcome      completed\n"
+      "iteration    %s (ideal %s): %.1f%% of ideal throughput\n"
+      "stall        prefetch %s, memory %s, barrier %s\n"
+      "recompute    %s\n"
+      "bytes        kept %s, swapped %s, recomputed %s; peak resident %s\n"
+      "link         D2H busy %s, H2D busy %s; %s\n",
+      Millis(m.iteration_ns()), Millis(m.ideal_ns()),
+      100 * m.throughput_ratio(), Millis(m.prefetch_wait_ns()),
+      Millis(m.memory_wait_ns()), Millis(m.barrier_wait_ns()),
+      Millis(m.recompute_ns()), Gigabytes(m.kept_bytes()),
+      Gigabytes(m.swapped_bytes()), Gigabytes(m.recomputed_bytes()),
+      Gigabytes(m.peak_resident_bytes()), Millis(m.d2h_busy_ns()),
+      Millis(m.h2d_busy_ns()), OffloadLag(m));
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::PermissionDeniedError("cannot write " + path);
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok)
+    return absl::DataLossError("short write to " + path);
+  return absl::OkStatus();
+}
+
+}  // namespace slackswap

@@ -1,0 +1,39 @@
+// File: cli_output.h
+//
+// What the slackswap command prints: exit statuses and error messages (one
+// mapping for every command), sizes and times, a plan's metrics.
+#ifndef SLACKSWAP_CLIENT_CLI_OUTPUT_H_
+#define SLACKSWAP_CLIENT_CLI_OUTPUT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "client/cli_inputs.h"
+#include "slackswap/v1/simulation.pb.h"
+
+namespace slackswap {
+
+// Exit status 2: the command line itself is wrong (unknown command, flag
+// value or preset). Exit status 1: an input file is wrong or the work failed.
+inline constexpr int kUsageExit = 2;
+inline constexpr int kFailureExit = 1;
+
+// Prints "slackswap: MESSAGE" (and every field violation when the status
+// carries more than one) to stderr; returns `exit_code`.
+int ExitFor(const absl::Status& status, int exit_code);
+
+// "12.34 GB" ("unlimited" for kUnlimitedBytes); "1.23 ms".
+std::string Gigabytes(int64_t bytes);
+std::string Millis(int64_t ns);
+
+// The metrics block that simulate and plan print.
+void PrintMetrics(const Inputs& in, const std::string& policy,
+                  const v1::Metrics& m);
+
+// Writes `text` to `path`, replacing it.
+absl::Status WriteText(const std::string& path, const std::string& text);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_CLIENT_CLI_OUTPUT_H_

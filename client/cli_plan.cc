@@ -1,0 +1,199 @@
+#include <iostream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/cli_commands.h"
+#include "client/cli_flags.h"
+#include "client/cli_inputs.h"
+#include "client/cli_output.h"
+#include "client/load_generator.h"
+#include "planner/planner_proto.h"
+#include "planner/policies.h"
+#include "simulator/event_model.h"
+#include "simulator/proto_convert.h"
+#include "simulator/trace_io.h"
+
+namespace slackswap {
+
+int PlanCommand(Backend& backend) {
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
+  if (!inputs.ok()) return exit_code;
+  absl::StatusOr<v1::PlanRequest> request = PlanRequestFromFlags(*inputs);
+  if (!request.ok()) return ExitFor(request.status(), kUsageExit);
+  absl::StatusOr<v1::PlanResponse> response = backend.Plan(*request);
+  if (!response.ok()) return ExitFor(response.status(), kFailureExit);
+  const v1::PlanningReport& report = response->report();
+  if (!absl::GetFlag(FLAGS_plan_out).empty()) {
+    const std::string path = absl::GetFlag(FLAGS_plan_out);
+    absl::Status written =
+        WriteMessageFile(path, report.plan(), FormatForPath(path));
+    if (!written.ok()) return ExitFor(written, kFailureExit);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    // The report is deterministic; the planning time is not, so it stays out.
+    v1::PlanningReport printed = report;
+    printed.clear_plan();
+    std::cout << ToJson(printed) << "\n";
+    return 0;
+  }
+  const double planning_ms =
+      static_cast<double>(response->planning_time_ns()) / 1e6;
+  if (report.outcome() != v1::PLAN_OUTCOME_PLANNED) {
+    std::cout << "outcome      INFEASIBLE: " << report.reason() << "\n";
+    std::cout << absl::StrFormat("planner      planned in %.2f ms\n",
+                                 planning_ms);
+    return 0;
+  }
+  PrintMetrics(*inputs, absl::GetFlag(FLAGS_planner), report.metrics());
+  const v1::PlannerStatistics& st = report.statistics();
+  std::cout << absl::StrFormat(
+      "lower bound  %s: the plan is within %.2f%% of any plan's iteration "
+      "time\n"
+      "planner      %d swaps admitted, %d recomputes, %d blocks, %d repair "
+      "rounds, %d repairs; "
+      "planned in %.2f ms\n",
+      Millis(report.lower_bound_ns()), 100 * report.gap_to_lower_bound(),
+      st.swaps_admitted(), st.recomputes_marked(), st.blocks_recomputed(),
+      st.repair_iterations(), st.repairs(), planning_ms);
+  return 0;
+}
+
+int CompareCommand(Backend& backend) {
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
+  if (!inputs.ok()) return exit_code;
+  v1::CompareRequest request;
+  *request.mutable_trace() = inputs->trace_proto;
+  *request.mutable_hardware() = inputs->hardware_proto;
+  for (absl::string_view text :
+       absl::StrSplit(absl::GetFlag(FLAGS_budgets), ',')) {
+    absl::StatusOr<v1::Budget> budget = ParseBudget(std::string(text));
+    if (!budget.ok()) return ExitFor(budget.status(), kUsageExit);
+    absl::Status resolved = ResolveBudget(inputs->trace, *budget).status();
+    if (!resolved.ok()) return ExitFor(resolved, kUsageExit);
+    *request.add_budgets() = *budget;
+  }
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
+    absl::StatusOr<Policy> policy = PolicyFromName(name);
+    if (!policy.ok()) return ExitFor(policy.status(), kUsageExit);
+    request.add_policies(PolicyToProto(*policy));
+  }
+  request.set_genetic_search_evaluations(
+      absl::GetFlag(FLAGS_genetic_evaluations));
+  absl::StatusOr<v1::CompareResponse> response = backend.Compare(request);
+  if (!response.ok()) return ExitFor(response.status(), kFailureExit);
+  const v1::Comparison& comparison = response->comparison();
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(comparison) << "\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n\n",
+                               inputs->trace.name, inputs->hardware.name,
+                               Millis(comparison.ideal_ns()),
+                               Gigabytes(comparison.all_keep_peak_bytes()));
+  std::cout << absl::StrFormat("%-8s %-27s %9s %12s %10s %10s %9s %9s %9s\n",
+                               "budget", "policy", "% ideal", "iteration",
+                               "stall", "recompute", "swapped", "recomp.",
+                               "vs bound");
+  for (const v1::ComparisonEntry& e : comparison.entries()) {
+    const v1::PlanningReport& r = e.report();
+    const v1::Metrics& m = r.metrics();
+    absl::StatusOr<Policy> policy = PolicyFromProto(e.policy(), "policy");
+    const std::string name = policy.ok() ? PolicyName(*policy) : "?";
+    const std::string budget =
+        absl::StrFormat("%.0f%%", 100 * e.budget_fraction_of_peak());
+    if (r.outcome() != v1::PLAN_OUTCOME_PLANNED) {
+      std::cout << absl::StrFormat("%-8s %-27s %9s  %s\n", budget, name, "-",
+                                   "infeasible: " + r.reason().substr(0, 60));
+      continue;
+    }
+    std::cout << absl::StrFormat(
+        "%-8s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%\n", budget, name,
+        100 * m.throughput_ratio(), Millis(m.iteration_ns()),
+        Millis(m.prefetch_wait_ns() + m.memory_wait_ns() + m.barrier_wait_ns()),
+        Millis(m.recompute_ns()), Gigabytes(m.swapped_bytes()),
+        Gigabytes(m.recomputed_bytes()), 100 * r.gap_to_lower_bound());
+  }
+  return 0;
+}
+
+int FrontierCommand(Backend& backend) {
+  int exit_code = 0;
+  absl::StatusOr<Inputs> inputs = LoadInputs(backend, exit_code);
+  if (!inputs.ok()) return exit_code;
+  v1::FrontierRequest request;
+  *request.mutable_trace() = inputs->trace_proto;
+  *request.mutable_hardware() = inputs->hardware_proto;
+  request.set_target_throughput_ratio(absl::GetFlag(FLAGS_target));
+  const std::string fractions = absl::GetFlag(FLAGS_fractions);
+  if (!fractions.empty()) {
+    for (absl::string_view text : absl::StrSplit(fractions, ',')) {
+      double f = 0;
+      if (!absl::SimpleAtod(text, &f)) {
+        return ExitFor(
+            absl::InvalidArgumentError("--fractions must be numbers in (0, 1]"),
+            kUsageExit);
+      }
+      request.add_budget_fractions(f);
+    }
+  }
+  absl::StatusOr<v1::PlannerOptions> options = PlannerOptionsFromFlags();
+  if (!options.ok()) return ExitFor(options.status(), kUsageExit);
+  *request.mutable_options() = *options;
+  absl::StatusOr<v1::FrontierResponse> response = backend.Frontier(request);
+  if (!response.ok()) {
+    const int code =
+        response.status().code() == absl::StatusCode::kInvalidArgument
+            ? kUsageExit
+            : kFailureExit;
+    return ExitFor(response.status(), code);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(*response) << "\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n",
+                               inputs->trace.name, inputs->hardware.name,
+                               Millis(response->ideal_ns()),
+                               Gigabytes(response->all_keep_peak_bytes()));
+  std::cout << absl::StrFormat(
+      "no plan fits below %s (proven); the curve starts where SlackSwap "
+      "first plans\n\n",
+      Gigabytes(response->proven_floor_bytes()));
+  std::cout << absl::StrFormat("%-8s %12s %9s %12s %10s %10s\n", "budget",
+                               "bytes", "% ideal", "iteration", "swapped",
+                               "recomp.");
+  auto row = [](const v1::FrontierPoint& p) {
+    if (p.outcome() != v1::PLAN_OUTCOME_PLANNED) {
+      return absl::StrFormat("%6.1f%%  %12s %9s\n",
+                             100 * p.budget_fraction_of_peak(),
+                             Gigabytes(p.budget_bytes()), "infeasible");
+    }
+    return absl::StrFormat(
+        "%6.1f%%  %12s %8.1f%% %12s %10s %10s\n",
+        100 * p.budget_fraction_of_peak(), Gigabytes(p.budget_bytes()),
+        100 * p.throughput_ratio(), Millis(p.iteration_ns()),
+        Gigabytes(p.swapped_bytes()), Gigabytes(p.recomputed_bytes()));
+  };
+  for (const v1::FrontierPoint& p : response->points()) std::cout << row(p);
+  if (request.target_throughput_ratio() > 0) {
+    if (response->target_reached()) {
+      std::cout << absl::StrFormat(
+                       "\nsmallest budget reaching %.1f%% of ideal:\n",
+                       100 * request.target_throughput_ratio())
+                << row(response->smallest_budget());
+    } else {
+      std::cout << absl::StrFormat("\nno budget reaches %.1f%% of ideal\n",
+                                   100 * request.target_throughput_ratio());
+    }
+  }
+  return 0;
+}
+
+}  // namespace slackswap

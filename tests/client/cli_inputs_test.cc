@@ -1,0 +1,38 @@
+// The CLI's --budget syntax (client/cli_inputs.h).
+#include "client/cli_inputs.h"
+
+#include "gtest/gtest.h"
+
+namespace slackswap {
+namespace {
+
+TEST(ParseBudgetTest, FractionsPercentagesBytesAndUnlimited) {
+  EXPECT_DOUBLE_EQ(ParseBudget("0.5")->fraction_of_peak(), 0.5);
+  EXPECT_DOUBLE_EQ(ParseBudget("1.0")->fraction_of_peak(), 1.0);
+  EXPECT_DOUBLE_EQ(ParseBudget("5e-1")->fraction_of_peak(), 0.5);
+  EXPECT_DOUBLE_EQ(ParseBudget("50%")->fraction_of_peak(), 0.5);
+  EXPECT_DOUBLE_EQ(ParseBudget("12.5%")->fraction_of_peak(), 0.125);
+  EXPECT_EQ(ParseBudget("123")->bytes(), 123);
+  EXPECT_EQ(ParseBudget("20GB")->bytes(), 20'000'000'000);
+  EXPECT_EQ(ParseBudget("20GiB")->bytes(), int64_t{20} << 30);
+  EXPECT_EQ(ParseBudget("1.5MiB")->bytes(), 1572864);
+  EXPECT_EQ(ParseBudget("3MB")->bytes(), 3'000'000);
+  EXPECT_TRUE(ParseBudget("unlimited")->unlimited());
+  // A whole number without a unit is bytes, not a fraction.
+  EXPECT_EQ(ParseBudget("1")->bytes(), 1);
+  EXPECT_EQ(ParseBudget("1")->limit_case(), v1::Budget::kBytes);
+}
+
+TEST(ParseBudgetTest, AnythingElseNamesTheFlag) {
+  for (const char* bad :
+       {"", "half", "50%%", "GB", "20TB", "0.5x", "unlimitedd"}) {
+    const absl::StatusOr<v1::Budget> budget = ParseBudget(bad);
+    ASSERT_FALSE(budget.ok()) << bad;
+    EXPECT_EQ(budget.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(budget.status().message().rfind("--budget must be", 0), 0u)
+        << budget.status();
+  }
+}
+
+}  // namespace
+}  // namespace slackswap

@@ -10,6 +10,7 @@
 #include "client/cli_output.h"
 #include "planner/planner_proto.h"
 #include "planner/policies.h"
+#include "service/service_core.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
 #include "simulator/trace_io.h"
@@ -48,14 +49,13 @@ absl::StatusOr<v1::GenerateTraceRequest> GenerateRequestFromFlags() {
   r.set_sequence_length(absl::GetFlag(FLAGS_seq));
   r.set_layers(absl::GetFlag(FLAGS_layers));
   const std::string precision = absl::GetFlag(FLAGS_precision);
-  if (precision == "bf16") {
-    r.set_precision(v1::PRECISION_BF16);
-  } else if (precision == "fp16") {
-    r.set_precision(v1::PRECISION_FP16);
-  } else if (precision == "fp32") {
-    r.set_precision(v1::PRECISION_FP32);
-  } else if (!precision.empty()) {
-    return absl::InvalidArgumentError("--precision must be bf16, fp16 or fp32");
+  if (!precision.empty()) {
+    const std::optional<Precision> p = PrecisionFromName(precision);
+    if (!p.has_value()) {
+      return absl::InvalidArgumentError(
+          "--precision must be bf16, fp16 or fp32");
+    }
+    r.set_precision(PrecisionToProto(*p));
   }
   const std::string attention = absl::GetFlag(FLAGS_attention);
   if (attention == "flash") {

@@ -434,18 +434,9 @@ absl::StatusOr<v1::GenerateTraceResponse> ServiceCore::GenerateTrace(
   if (request.sequence_length() > 0)
     spec->sequence_length = request.sequence_length();
   if (request.layers() > 0) spec->layers = request.layers();
-  switch (request.precision()) {
-    case v1::PRECISION_BF16:
-      spec->precision = Precision::kBf16;
-      break;
-    case v1::PRECISION_FP16:
-      spec->precision = Precision::kFp16;
-      break;
-    case v1::PRECISION_FP32:
-      spec->precision = Precision::kFp32;
-      break;
-    default:
-      break;
+  if (const std::optional<Precision> precision =
+          PrecisionFromProto(request.precision())) {
+    spec->precision = *precision;
   }
   if (request.attention() == v1::ATTENTION_FLASH) spec->flash_attention = true;
   if (request.attention() == v1::ATTENTION_UNFUSED)
@@ -464,6 +455,25 @@ absl::StatusOr<v1::GenerateTraceResponse> ServiceCore::GenerateTrace(
   *response.mutable_hardware() = HardwareToProto(*hardware);
   *response.mutable_trace() = *std::move(trace);
   return response;
+}
+
+v1::Precision PrecisionToProto(Precision precision) {
+  switch (precision) {
+    case Precision::kBf16:
+      return v1::PRECISION_BF16;
+    case Precision::kFp16:
+      return v1::PRECISION_FP16;
+    case Precision::kFp32:
+      return v1::PRECISION_FP32;
+  }
+  return v1::PRECISION_UNSPECIFIED;
+}
+
+std::optional<Precision> PrecisionFromProto(int precision) {
+  for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kFp32}) {
+    if (precision == PrecisionToProto(p)) return p;
+  }
+  return std::nullopt;
 }
 
 }  // namespace slackswap

@@ -18,12 +18,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "planner/policies.h"
 #include "simulator/trace.h"
+#include "simulator/workload.h"
 #include "slackswap/v1/service.pb.h"
 
 namespace slackswap {
@@ -102,6 +104,11 @@ class ServiceCore {
   PlanObserver* observer_;
   const CallLimits limits_;
 };
+
+// The generator's precision on the wire and back; PRECISION_UNSPECIFIED (the
+// preset's) and unknown values give nullopt.
+v1::Precision PrecisionToProto(Precision precision);
+std::optional<Precision> PrecisionFromProto(int precision);
 
 }  // namespace slackswap
 

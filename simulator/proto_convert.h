@@ -18,23 +18,13 @@
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
 #include "simulator/trace.h"
+#include "simulator/trace_limits.h"
 #include "slackswap/v1/hardware.pb.h"
 #include "slackswap/v1/plan.pb.h"
 #include "slackswap/v1/simulation.pb.h"
 #include "slackswap/v1/trace.pb.h"
 
 namespace slackswap {
-
-// Limits on accepted traces. A GPT-2 XL trace has about 1,000 operators and
-// 500 tensors; the limits leave room for traces thousands of times larger.
-inline constexpr int kMaxOperators = 1 << 22;
-inline constexpr int kMaxTensors = 1 << 22;
-inline constexpr int64_t kMaxRelations = int64_t{1}
-                                         << 24;  // uses + recompute inputs
-inline constexpr size_t kMaxNameBytes = 256;
-// Bound on any size, sum of sizes, duration or sum of durations, so that
-// every later sum stays far from int64 overflow.
-inline constexpr int64_t kMaxQuantity = int64_t{1} << 60;
 
 // Validates `proto` (every rule of docs/event-model.md, "Trace") and builds
 // the compact trace with its derived fields. Field paths start with "trace".

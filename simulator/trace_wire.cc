@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "simulator/proto_convert.h"
+#include "simulator/trace_limits.h"
 
 namespace slackswap {
 namespace {

@@ -168,18 +168,6 @@ double BytesPerElement(Precision p) {
   return p == Precision::kFp32 ? 4.0 : 2.0;
 }
 
-const char* PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kBf16:
-      return "bf16";
-    case Precision::kFp16:
-      return "fp16";
-    case Precision::kFp32:
-      return "fp32";
-  }
-  return "";
-}
-
 // Attention for one transformer layer, from the fused qkv tensor to the
 // attention output `o` (which it also saves). Returns o's producer.
 struct AttentionOut {
@@ -664,6 +652,25 @@ TraceSummary Summarize(const v1::Trace& trace, const Hardware& hardware) {
                           static_cast<double>(s.saved_bytes);
   }
   return s;
+}
+
+const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kFp32:
+      return "fp32";
+  }
+  return "";
+}
+
+std::optional<Precision> PrecisionFromName(absl::string_view name) {
+  for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kFp32}) {
+    if (name == PrecisionName(p)) return p;
+  }
+  return std::nullopt;
 }
 
 }  // namespace slackswap

@@ -22,6 +22,7 @@
 #define SLACKSWAP_SIMULATOR_WORKLOAD_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ enum class ModelFamily {
 };
 
 enum class Precision { kBf16, kFp16, kFp32 };
+
+// "bf16", "fp16", "fp32"; PrecisionFromName is the inverse (nullopt for any
+// other name). The wire form's mapping is in proto_convert.h.
+const char* PrecisionName(Precision p);
+std::optional<Precision> PrecisionFromName(absl::string_view name);
 
 struct WorkloadSpec {
   std::string preset;  // the preset this spec started from

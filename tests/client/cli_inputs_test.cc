@@ -2,6 +2,8 @@
 #include "client/cli_inputs.h"
 
 #include "gtest/gtest.h"
+#include "service/service_core.h"
+#include "simulator/workload.h"
 
 namespace slackswap {
 namespace {
@@ -32,6 +34,19 @@ TEST(ParseBudgetTest, AnythingElseNamesTheFlag) {
     EXPECT_EQ(budget.status().message().rfind("--budget must be", 0), 0u)
         << budget.status();
   }
+}
+
+TEST(PrecisionTest, NamesAndWireValuesMapBothWays) {
+  for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kFp32}) {
+    EXPECT_EQ(PrecisionFromName(PrecisionName(p)), p);
+    EXPECT_EQ(PrecisionFromProto(PrecisionToProto(p)), p);
+    EXPECT_NE(PrecisionToProto(p), v1::PRECISION_UNSPECIFIED);
+  }
+  EXPECT_EQ(PrecisionToProto(Precision::kFp16), v1::PRECISION_FP16);
+  EXPECT_EQ(PrecisionFromName("bf16"), Precision::kBf16);
+  EXPECT_FALSE(PrecisionFromName("int8").has_value());
+  EXPECT_FALSE(PrecisionFromProto(v1::PRECISION_UNSPECIFIED).has_value());
+  EXPECT_FALSE(PrecisionFromProto(99).has_value());
 }
 
 }  // namespace

@@ -45,8 +45,9 @@ Reference FromScratch(const Trace& trace, const Plan& plan,
   }
   const std::vector<int32_t> scheduled = DeriveNeeds(trace, plan.decisions);
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (plan.decisions[t] != Decision::kKeep)
+    if (plan.decisions[t] != Decision::kKeep) {
       EXPECT_EQ(scheduled[t], r.need[t]);
+    }
   }
   r.release.assign(trace.tensors.size(), 0);
   r.profile.assign(trace.ops.size(), 0);

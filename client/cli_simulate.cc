@@ -15,6 +15,7 @@
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/proto_convert.h"
+#include "simulator/schedule.h"
 #include "simulator/trace_io.h"
 #include "simulator/workload.h"
 

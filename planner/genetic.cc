@@ -5,6 +5,8 @@
 #include <random>
 #include <thread>
 
+#include "simulator/schedule.h"
+
 namespace slackswap {
 namespace {
 

@@ -1,5 +1,7 @@
 #include "planner/judge.h"
 
+#include "simulator/schedule.h"
+
 namespace slackswap {
 
 PlanningResult Judge(const Trace& trace, const Hardware& hardware,

@@ -8,6 +8,7 @@
 #include "base/field_violations.h"
 #include "base/status_macros.h"
 #include "simulator/event_model.h"
+#include "simulator/schedule.h"
 
 namespace slackswap {
 namespace {

@@ -4,6 +4,7 @@
 
 #include "base/field_violations.h"
 #include "simulator/proto_convert.h"
+#include "simulator/schedule.h"
 
 namespace slackswap {
 

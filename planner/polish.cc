@@ -4,6 +4,8 @@
 #include <limits>
 #include <vector>
 
+#include "simulator/schedule.h"
+
 namespace slackswap {
 namespace {
 

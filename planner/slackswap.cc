@@ -10,6 +10,7 @@
 #include "planner/polish.h"
 #include "planner/recompute_pass.h"
 #include "planner/repair.h"
+#include "simulator/schedule.h"
 
 namespace slackswap {
 

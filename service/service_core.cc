@@ -17,6 +17,7 @@
 #include "planner/planner_proto.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
+#include "simulator/schedule.h"
 #include "simulator/workload.h"
 
 namespace slackswap {

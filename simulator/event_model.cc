@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/field_violations.h"
 #include "base/status_macros.h"
+#include "simulator/schedule.h"
 
 namespace slackswap {
 namespace {

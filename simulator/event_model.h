@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
+#include "simulator/schedule.h"
 #include "simulator/trace.h"
 
 namespace slackswap {

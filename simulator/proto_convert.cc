@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/field_violations.h"
 #include "base/status_macros.h"
+#include "simulator/schedule.h"
 #include "simulator/trace_wire.h"
 
 namespace slackswap {

@@ -17,6 +17,7 @@
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
+#include "simulator/schedule.h"
 #include "simulator/trace.h"
 #include "simulator/trace_limits.h"
 #include "slackswap/v1/hardware.pb.h"

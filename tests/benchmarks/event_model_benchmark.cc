@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
+#include "simulator/schedule.h"
 #include "simulator/workload.h"
 
 namespace slackswap {

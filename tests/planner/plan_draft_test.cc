@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "simulator/plan.h"
 #include "simulator/proto_convert.h"
+#include "simulator/schedule.h"
 #include "simulator/small_traces.h"
 #include "tests/planner/shaped_traces.h"
 

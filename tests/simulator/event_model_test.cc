@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "simulator/schedule.h"
 #include "tests/simulator/test_traces.h"
 
 namespace slackswap {

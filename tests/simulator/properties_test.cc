@@ -6,6 +6,7 @@
 #include "planner/basic_plans.h"
 #include "simulator/event_model.h"
 #include "simulator/proto_convert.h"
+#include "simulator/schedule.h"
 #include "simulator/workload.h"
 #include "tests/simulator/random_plans.h"
 

@@ -12,6 +12,7 @@
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
 #include "simulator/proto_convert.h"
+#include "simulator/schedule.h"
 #include "simulator/trace.h"
 #include "simulator/workload.h"
 

@@ -8,12 +8,12 @@
 #include "base/status_macros.h"
 #include "client/cli_flags.h"
 #include "client/cli_output.h"
-#include "planner/planner_proto.h"
 #include "planner/policies.h"
+#include "service/message_io.h"
 #include "service/service_core.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
-#include "simulator/trace_io.h"
 #include "simulator/workload.h"
 
 namespace slackswap {

@@ -11,11 +11,11 @@
 #include "client/cli_inputs.h"
 #include "client/cli_output.h"
 #include "client/load_generator.h"
-#include "planner/planner_proto.h"
 #include "planner/policies.h"
+#include "service/message_io.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
-#include "simulator/trace_io.h"
 
 namespace slackswap {
 

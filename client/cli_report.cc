@@ -24,7 +24,7 @@ absl::Status PrintCalibrationRow(const std::string& preset,
   SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, WorkloadPreset(preset));
   if (sequence_length > 0) spec.sequence_length = sequence_length;
   SLACKSWAP_ASSIGN_OR_RETURN(Hardware hw, HardwarePreset(gpu));
-  SLACKSWAP_ASSIGN_OR_RETURN(v1::Trace trace, GenerateTrace(spec, hw));
+  SLACKSWAP_ASSIGN_OR_RETURN(TraceSpec trace, GenerateTrace(spec, hw));
   const TraceSummary s = Summarize(trace, hw);
   const std::string shape =
       spec.family == ModelFamily::kVgg16
@@ -33,7 +33,7 @@ absl::Status PrintCalibrationRow(const std::string& preset,
           : absl::StrCat("batch ", spec.batch, " x ", spec.sequence_length);
   std::cout << absl::StrFormat(
       "| %s | %s | %s | %d | %s | %.0f | %s | %s | %.1f%% |\n", preset, shape,
-      gpu, trace.operators_size(), Gigabytes(s.saved_bytes),
+      gpu, trace.operators.size(), Gigabytes(s.saved_bytes),
       s.flops_per_saved_byte, Millis(s.forward_ns), Millis(s.iteration_ns),
       100 * s.hideable_fraction);
   return absl::OkStatus();

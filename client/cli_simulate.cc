@@ -11,12 +11,12 @@
 #include "client/cli_output.h"
 #include "client/load_generator.h"
 #include "planner/basic_plans.h"
-#include "planner/planner_proto.h"
+#include "service/message_io.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
-#include "simulator/proto_convert.h"
 #include "simulator/schedule.h"
-#include "simulator/trace_io.h"
 #include "simulator/workload.h"
 
 namespace slackswap {

@@ -19,8 +19,8 @@
 #include "planner/optimality.h"
 #include "planner/policies.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
 #include "simulator/small_traces.h"
+#include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 
 namespace slackswap {
@@ -146,15 +146,16 @@ absl::StatusOr<const Workload*> Report::Get(const std::string& preset,
   SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, WorkloadPreset(preset));
   if (options_.quick) spec.layers = std::min(spec.layers, 4);
   if (seq > 0) spec.sequence_length = seq;
-  SLACKSWAP_ASSIGN_OR_RETURN(v1::Trace proto, GenerateTrace(spec, w->hardware));
+  SLACKSWAP_ASSIGN_OR_RETURN(TraceSpec spec_trace,
+                             GenerateTrace(spec, w->hardware));
   if (link_bytes_per_second > 0) {
     w->hardware.d2h_bytes_per_second = link_bytes_per_second;
     w->hardware.h2d_bytes_per_second = link_bytes_per_second;
   }
-  w->summary = Summarize(proto, w->hardware);
-  for (const v1::Operator& op : proto.operators())
-    w->op_names.push_back(op.name());
-  SLACKSWAP_ASSIGN_OR_RETURN(w->trace, TraceFromProto(proto));
+  w->summary = Summarize(spec_trace, w->hardware);
+  for (const OperatorSpec& op : spec_trace.operators)
+    w->op_names.push_back(op.name);
+  SLACKSWAP_ASSIGN_OR_RETURN(w->trace, ValidateTrace(spec_trace));
   w->peak_bytes = AllKeepPeakBytes(w->trace);
   w->label = key;
   return workloads_.emplace(key, std::move(w)).first->second.get();
@@ -559,7 +560,7 @@ absl::Status Report::SmallTraces() {
     ++with_plan;
     if (!c.optimum.lower_bound.feasible) ++bound_false_infeasible;
     const LowerBound lp = ComputeLowerBound(
-        *TraceFromProto(RandomSmallTrace(c.seed).trace),
+        *ValidateTrace(RandomSmallTrace(c.seed).trace),
         RandomSmallTrace(c.seed).hardware, c.budget_bytes, true);
     if (lp.iteration_ns > c.optimum.replay.iteration_ns) ++bound_above;
     bound_gaps.push_back(static_cast<double>(c.optimum.replay.iteration_ns) /

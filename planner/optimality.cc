@@ -4,7 +4,7 @@
 
 #include "base/status_macros.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
+#include "simulator/trace_validation.h"
 
 namespace slackswap {
 
@@ -36,7 +36,7 @@ absl::StatusOr<OptimalityStudy> RunOptimalityStudy(
   study.policies = policies;
   for (uint64_t seed = first_seed; seed < first_seed + traces; ++seed) {
     const SmallTrace small = RandomSmallTrace(seed, shape);
-    SLACKSWAP_ASSIGN_OR_RETURN(Trace trace, TraceFromProto(small.trace));
+    SLACKSWAP_ASSIGN_OR_RETURN(Trace trace, ValidateTrace(small.trace));
     if (!CheckTimeRange(trace, small.hardware).ok()) continue;
     const int64_t peak = AllKeepPeakBytes(trace);
     SLACKSWAP_ASSIGN_OR_RETURN(

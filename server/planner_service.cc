@@ -16,8 +16,9 @@
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "service/grpc_status.h"
-#include "simulator/proto_convert.h"
-#include "simulator/trace_wire.h"
+#include "service/trace_convert.h"
+#include "service/trace_wire.h"
+#include "service/wire_convert.h"
 
 namespace slackswap {
 namespace {

@@ -11,12 +11,11 @@
 #include "absl/time/clock.h"
 #include "base/field_violations.h"
 #include "base/status_macros.h"
-#include "planner/comparison.h"
 #include "planner/frontier.h"
 #include "planner/lower_bound.h"
-#include "planner/planner_proto.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
 #include "simulator/schedule.h"
 #include "simulator/workload.h"
 
@@ -58,22 +57,6 @@ absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
   SLACKSWAP_ASSIGN_OR_RETURN(options.slackswap, PlannerOptionsFromProto(proto));
   options.should_stop = should_stop;
   return options;
-}
-
-v1::FrontierPoint PointToProto(const FrontierPoint& point, int64_t peak) {
-  v1::FrontierPoint p;
-  p.set_budget_bytes(point.budget_bytes);
-  p.set_budget_fraction_of_peak(
-      peak > 0 ? static_cast<double>(point.budget_bytes) / peak : 0);
-  p.set_outcome(point.planned ? v1::PLAN_OUTCOME_PLANNED
-                              : v1::PLAN_OUTCOME_INFEASIBLE);
-  if (point.planned) {
-    p.set_throughput_ratio(point.throughput_ratio);
-    p.set_iteration_ns(point.iteration_ns);
-    p.set_swapped_bytes(point.swapped_bytes);
-    p.set_recomputed_bytes(point.recomputed_bytes);
-  }
-  return p;
 }
 
 // Bytes a call holds per operator, tensor and relation while one policy
@@ -336,13 +319,30 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
   SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), policies,
                                       static_cast<int64_t>(budgets.size()),
                                       options, "budgets"));
-  SLACKSWAP_ASSIGN_OR_RETURN(
-      v1::Comparison comparison,
-      slackswap::Compare(in.trace(), in.hardware, budgets, policies, options,
-                         should_stop));
-  if (should_stop && should_stop()) return Stopped();
+  // Every policy at every budget, budgets outermost; each entry's report
+  // leaves out the plan.
   v1::CompareResponse response;
-  *response.mutable_comparison() = std::move(comparison);
+  v1::Comparison& comparison = *response.mutable_comparison();
+  const int64_t peak = AllKeepPeakBytes(in.trace());
+  comparison.set_all_keep_peak_bytes(peak);
+  comparison.set_ideal_ns(in.trace().ideal_ns);
+  for (int64_t budget : budgets) {
+    for (Policy policy : policies) {
+      if (should_stop && should_stop())
+        return absl::CancelledError("comparison stopped");
+      SLACKSWAP_ASSIGN_OR_RETURN(
+          PlanningResult result,
+          RunPolicy(policy, in.trace(), in.hardware, budget, options));
+      v1::ComparisonEntry* entry = comparison.add_entries();
+      entry->set_policy(PolicyToProto(policy));
+      entry->set_budget_bytes(budget);
+      entry->set_budget_fraction_of_peak(
+          peak > 0 ? static_cast<double>(budget) / peak : 0);
+      *entry->mutable_report() = PlanningReportToProto(in.trace(), result);
+      entry->mutable_report()->clear_plan();
+    }
+  }
+  if (should_stop && should_stop()) return Stopped();
   return response;
 }
 
@@ -403,12 +403,12 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   response.set_ideal_ns(in.trace().ideal_ns);
   response.set_proven_floor_bytes(frontier.proven_floor_bytes);
   for (const FrontierPoint& p : frontier.points) {
-    *response.add_points() = PointToProto(p, peak);
+    *response.add_points() = FrontierPointToProto(p, peak);
   }
   if (frontier.target_reached) {
     response.set_target_reached(true);
     *response.mutable_smallest_budget() =
-        PointToProto(frontier.smallest_budget, peak);
+        FrontierPointToProto(frontier.smallest_budget, peak);
   }
   return response;
 }
@@ -442,39 +442,14 @@ absl::StatusOr<v1::GenerateTraceResponse> ServiceCore::GenerateTrace(
   if (request.attention() == v1::ATTENTION_FLASH) spec->flash_attention = true;
   if (request.attention() == v1::ATTENTION_UNFUSED)
     spec->flash_attention = false;
-  absl::StatusOr<v1::Trace> trace = slackswap::GenerateTrace(*spec, *hardware);
+  absl::StatusOr<TraceSpec> trace = slackswap::GenerateTrace(*spec, *hardware);
   if (!trace.ok()) return RenameField(trace.status(), "workload", "");
   v1::GenerateTraceResponse response;
-  const TraceSummary s = Summarize(*trace, *hardware);
-  v1::TraceSummary* summary = response.mutable_summary();
-  summary->set_saved_bytes(s.saved_bytes);
-  summary->set_forward_flops(s.forward_flops);
-  summary->set_forward_ns(s.forward_ns);
-  summary->set_ideal_ns(s.iteration_ns);
-  summary->set_flops_per_saved_byte(s.flops_per_saved_byte);
-  summary->set_hideable_fraction(s.hideable_fraction);
+  *response.mutable_summary() =
+      TraceSummaryToProto(Summarize(*trace, *hardware));
   *response.mutable_hardware() = HardwareToProto(*hardware);
-  *response.mutable_trace() = *std::move(trace);
+  *response.mutable_trace() = TraceSpecToProto(*trace);
   return response;
-}
-
-v1::Precision PrecisionToProto(Precision precision) {
-  switch (precision) {
-    case Precision::kBf16:
-      return v1::PRECISION_BF16;
-    case Precision::kFp16:
-      return v1::PRECISION_FP16;
-    case Precision::kFp32:
-      return v1::PRECISION_FP32;
-  }
-  return v1::PRECISION_UNSPECIFIED;
-}
-
-std::optional<Precision> PrecisionFromProto(int precision) {
-  for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kFp32}) {
-    if (precision == PrecisionToProto(p)) return p;
-  }
-  return std::nullopt;
 }
 
 }  // namespace slackswap

@@ -105,11 +105,6 @@ class ServiceCore {
   const CallLimits limits_;
 };
 
-// The generator's precision on the wire and back; PRECISION_UNSPECIFIED (the
-// preset's) and unknown values give nullopt.
-v1::Precision PrecisionToProto(Precision precision);
-std::optional<Precision> PrecisionFromProto(int precision);
-
 }  // namespace slackswap
 
 #endif  // SLACKSWAP_SERVICE_SERVICE_CORE_H_

@@ -38,19 +38,19 @@ class Random {
   uint64_t state_;
 };
 
-constexpr v1::OpKind kKinds[] = {
-    v1::OP_KIND_MATMUL,      v1::OP_KIND_ATTENTION,     v1::OP_KIND_CONV,
-    v1::OP_KIND_ELEMENTWISE, v1::OP_KIND_NORMALIZATION, v1::OP_KIND_DROPOUT,
-    v1::OP_KIND_POOLING,     v1::OP_KIND_EMBEDDING,     v1::OP_KIND_LOSS,
-    v1::OP_KIND_OTHER};
+constexpr OpKind kKinds[] = {OpKind::kMatmul,        OpKind::kAttention,
+                             OpKind::kConv,          OpKind::kElementwise,
+                             OpKind::kNormalization, OpKind::kDropout,
+                             OpKind::kPooling,       OpKind::kEmbedding,
+                             OpKind::kLoss,          OpKind::kOther};
 
 }  // namespace
 
 SmallTrace RandomSmallTrace(uint64_t seed, const SmallTraceOptions& options) {
   Random r(seed * 0x2545F4914F6CDD1Dull + 1);
   SmallTrace out;
-  v1::Trace& t = out.trace;
-  t.set_name(absl::StrCat("small", seed));
+  TraceSpec& t = out.trace;
+  t.name = absl::StrCat("small", seed);
   const int forward = static_cast<int>(r.Int(2, options.max_forward_ops));
   const int backward =
       static_cast<int>(r.Int(std::max(1, forward - 2), forward + 2));
@@ -70,54 +70,54 @@ SmallTrace RandomSmallTrace(uint64_t seed, const SmallTraceOptions& options) {
     forward_block[i] = static_cast<int32_t>(i * blocks / forward);
   }
   for (int i = 0; i < forward; ++i) {
-    v1::Operator* op = t.add_operators();
-    op->set_name(absl::StrCat("f", i));
-    op->set_phase(v1::PHASE_FORWARD);
-    op->set_kind(kKinds[r.Int(0, 9)]);
-    op->set_duration_ns(duration());
-    op->set_block_index(forward_block[i]);
-    op->set_workspace_bytes(workspace());
+    OperatorSpec& op = t.operators.emplace_back();
+    op.name = absl::StrCat("f", i);
+    op.phase = Phase::kForward;
+    op.kind = kKinds[r.Int(0, 9)];
+    op.duration_ns = duration();
+    op.block_index = forward_block[i];
+    op.workspace_bytes = workspace();
   }
   for (int i = 0; i < backward; ++i) {
-    v1::Operator* op = t.add_operators();
-    op->set_name(absl::StrCat("b", i));
-    op->set_phase(v1::PHASE_BACKWARD);
-    op->set_kind(kKinds[r.Int(0, 9)]);
-    op->set_duration_ns(2 * duration());
+    OperatorSpec& op = t.operators.emplace_back();
+    op.name = absl::StrCat("b", i);
+    op.phase = Phase::kBackward;
+    op.kind = kKinds[r.Int(0, 9)];
+    op.duration_ns = 2 * duration();
     // Backward blocks run in reverse.
-    op->set_block_index(
-        forward_block[std::max(0, forward - 1 - i * forward / backward)]);
-    op->set_workspace_bytes(workspace());
+    op.block_index =
+        forward_block[std::max(0, forward - 1 - i * forward / backward)];
+    op.workspace_bytes = workspace();
   }
   for (int i = 0; i < optimizer; ++i) {
-    v1::Operator* op = t.add_operators();
-    op->set_name(absl::StrCat("o", i));
-    op->set_phase(v1::PHASE_OPTIMIZER);
-    op->set_kind(v1::OP_KIND_OPTIMIZER);
-    op->set_duration_ns(duration());
-    op->set_block_index(0);
-    op->set_workspace_bytes(workspace());
+    OperatorSpec& op = t.operators.emplace_back();
+    op.name = absl::StrCat("o", i);
+    op.phase = Phase::kOptimizer;
+    op.kind = OpKind::kOptimizer;
+    op.duration_ns = duration();
+    op.block_index = 0;
+    op.workspace_bytes = workspace();
   }
   const int tensors =
       static_cast<int>(r.Int(options.min_tensors, options.max_tensors));
   for (int k = 0; k < tensors; ++k) {
-    v1::Tensor* x = t.add_tensors();
-    x->set_name(absl::StrCat("t", k));
+    TensorSpec& x = t.tensors.emplace_back();
+    x.name = absl::StrCat("t", k);
     const int producer = static_cast<int>(r.Int(0, forward - 1));
-    x->set_producer_op(producer);
+    x.producer_op = producer;
     // Odd sizes, a few of zero bytes.
-    x->set_size_bytes(r.Chance(5) ? 0 : r.LogInt(1, size_scale) | 1);
+    x.size_bytes = r.Chance(5) ? 0 : r.LogInt(1, size_scale) | 1;
     const int forward_uses = static_cast<int>(r.Int(0, 2));
     for (int u = 0; u < forward_uses && producer + 1 < forward; ++u) {
-      x->add_use_ops(static_cast<int32_t>(r.Int(producer + 1, forward - 1)));
+      x.use_ops.push_back(
+          static_cast<int32_t>(r.Int(producer + 1, forward - 1)));
     }
     const int backward_uses = static_cast<int>(r.Int(1, 3));
     for (int u = 0; u < backward_uses; ++u) {
-      x->add_use_ops(
+      x.use_ops.push_back(
           static_cast<int32_t>(r.Int(forward, forward + backward - 1)));
     }
-    x->set_recompute_duration_ns(r.Chance(10) ? 0
-                                              : r.LogInt(1, 3 * time_scale));
+    x.recompute_duration_ns = r.Chance(10) ? 0 : r.LogInt(1, 3 * time_scale);
     // Recompute inputs among earlier tensors (acyclic), often shared.
     const int inputs = k == 0 ? 0 : static_cast<int>(r.Int(0, 2));
     std::vector<int32_t> chosen;
@@ -126,9 +126,9 @@ SmallTrace RandomSmallTrace(uint64_t seed, const SmallTraceOptions& options) {
     }
     std::sort(chosen.begin(), chosen.end());
     chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-    for (int32_t c : chosen) x->add_recompute_inputs(c);
-    x->set_swap_forbidden(r.Chance(10));
-    x->set_recompute_forbidden(r.Chance(12));
+    for (int32_t c : chosen) x.recompute_inputs.push_back(c);
+    x.swap_forbidden = r.Chance(10);
+    x.recompute_forbidden = r.Chance(12);
   }
   Hardware& h = out.hardware;
   h.name = "small-link";

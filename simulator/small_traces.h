@@ -5,7 +5,7 @@
 // optional optimizer step, and up to about ten saved tensors with odd sizes
 // (zero bytes included), zero durations, shared recompute inputs, forbidden
 // decisions and workspaces, on a random host link. Every trace is valid
-// (TraceFromProto accepts it). The same seed gives the same trace and link on
+// (ValidateTrace accepts it). The same seed gives the same trace and link on
 // every machine: the generator draws from its own 64-bit generator, not from
 // the standard library's distributions.
 #ifndef SLACKSWAP_SIMULATOR_SMALL_TRACES_H_
@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "simulator/hardware.h"
-#include "slackswap/v1/trace.pb.h"
+#include "simulator/trace_spec.h"
 
 namespace slackswap {
 
@@ -25,7 +25,7 @@ struct SmallTraceOptions {
 };
 
 struct SmallTrace {
-  v1::Trace trace;
+  TraceSpec trace;
   Hardware hardware;
 };
 

@@ -1,8 +1,8 @@
 // File: trace_limits.h
 //
-// The sizes a trace may have, shared by its validation (proto_convert.h), the
-// wire decoder (trace_wire.h) and the workload generator. No dependencies, so
-// that none of them includes another for these.
+// The sizes a trace may have, shared by its validation (trace_validation.h),
+// the wire decoder (service/trace_wire.h) and the workload generator. No
+// dependencies, so that none of them includes another for these.
 #ifndef SLACKSWAP_SIMULATOR_TRACE_LIMITS_H_
 #define SLACKSWAP_SIMULATOR_TRACE_LIMITS_H_
 

@@ -10,7 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "base/field_violations.h"
 #include "base/status_macros.h"
-#include "simulator/proto_convert.h"
+#include "simulator/trace_spec.h"
+#include "simulator/trace_validation.h"
 
 namespace slackswap {
 namespace {
@@ -23,18 +24,18 @@ class TraceBuilder {
   explicit TraceBuilder(const Hardware& hardware) : hw_(hardware) {}
 
   // Adds a forward operator; returns its index.
-  int32_t Forward(std::string name, v1::OpKind kind, int32_t block,
-                  double flops, double bytes) {
-    v1::Operator* op = trace_.add_operators();
-    op->set_name(std::move(name));
-    op->set_phase(v1::PHASE_FORWARD);
-    op->set_kind(kind);
-    op->set_block_index(block);
-    op->set_flops(Checked(flops, forward_flops_));
-    op->set_memory_traffic_bytes(Checked(bytes));
-    op->set_duration_ns(Roofline(flops, bytes));
+  int32_t Forward(std::string name, OpKind kind, int32_t block, double flops,
+                  double bytes) {
+    OperatorSpec& op = trace_.operators.emplace_back();
+    op.name = std::move(name);
+    op.phase = Phase::kForward;
+    op.kind = kind;
+    op.block_index = block;
+    op.flops = Checked(flops, forward_flops_);
+    op.memory_traffic_bytes = Checked(bytes);
+    op.duration_ns = Roofline(flops, bytes);
     pending_.push_back({});
-    return trace_.operators_size() - 1;
+    return static_cast<int32_t>(trace_.operators.size()) - 1;
   }
 
   // The backward operator of forward `op`: `factor` times its work, reading
@@ -51,18 +52,18 @@ class TraceBuilder {
                 std::vector<int32_t> forward_reads,
                 std::vector<int32_t> recompute_inputs,
                 std::vector<int32_t> rebuild_ops) {
-    v1::Tensor* t = trace_.add_tensors();
-    t->set_name(std::move(name));
-    t->set_size_bytes(Checked(size_bytes, saved_bytes_));
-    t->set_producer_op(producer);
-    for (int32_t op : forward_reads) t->add_use_ops(op);
-    for (int32_t r : recompute_inputs) t->add_recompute_inputs(r);
+    TensorSpec& t = trace_.tensors.emplace_back();
+    t.name = std::move(name);
+    t.size_bytes = Checked(size_bytes, saved_bytes_);
+    t.producer_op = producer;
+    t.use_ops = std::move(forward_reads);
+    t.recompute_inputs = std::move(recompute_inputs);
     double rebuild_ns = 0;
     for (int32_t op : rebuild_ops)
-      rebuild_ns += static_cast<double>(trace_.operators(op).duration_ns());
-    t->set_recompute_duration_ns(Checked(rebuild_ns));
-    t->set_recompute_forbidden(rebuild_ops.empty());
-    return trace_.tensors_size() - 1;
+      rebuild_ns += static_cast<double>(trace_.operators[op].duration_ns);
+    t.recompute_duration_ns = Checked(rebuild_ns);
+    t.recompute_forbidden = rebuild_ops.empty();
+    return static_cast<int32_t>(trace_.tensors.size()) - 1;
   }
 
   // Adds a dropout mask (one byte per element) produced by `producer`. Its
@@ -72,42 +73,44 @@ class TraceBuilder {
   int32_t Mask(std::string name, double size_bytes, int32_t producer) {
     const int32_t t =
         Saved(std::move(name), size_bytes, producer, {}, {}, {producer});
-    trace_.mutable_tensors(t)->set_recompute_duration_ns(
-        RooflineNs(size_bytes, size_bytes));
+    trace_.tensors[t].recompute_duration_ns =
+        RooflineNs(size_bytes, size_bytes);
     return t;
   }
 
   // Adds a forward read of `tensor` by a later operator.
   void Read(int32_t tensor, int32_t op) {
-    trace_.mutable_tensors(tensor)->add_use_ops(op);
+    trace_.tensors[tensor].use_ops.push_back(op);
   }
 
   int64_t Duration(int32_t op) const {
-    return trace_.operators(op).duration_ns();
+    return trace_.operators[op].duration_ns;
   }
 
-  v1::Trace Finish(std::string name) {
-    const int32_t num_forward = trace_.operators_size();
+  TraceSpec Finish(std::string name) {
+    const int32_t num_forward = static_cast<int32_t>(trace_.operators.size());
+    trace_.operators.reserve(2 * trace_.operators.size());
     for (int32_t f = num_forward - 1; f >= 0; --f) {
       const Pending& p = pending_[f];
       if (!p.present) continue;
-      const v1::Operator& fwd = trace_.operators(f);
-      v1::Operator* op = trace_.add_operators();
-      op->set_name(absl::StrCat(fwd.name(), ".backward"));
-      op->set_phase(v1::PHASE_BACKWARD);
-      op->set_kind(fwd.kind());
-      op->set_block_index(fwd.block_index());
-      const double flops = static_cast<double>(fwd.flops()) * p.factor;
+      const OperatorSpec& fwd = trace_.operators[f];  // reserved: stays valid
+      OperatorSpec op;
+      op.name = absl::StrCat(fwd.name, ".backward");
+      op.phase = Phase::kBackward;
+      op.kind = fwd.kind;
+      op.block_index = fwd.block_index;
+      const double flops = static_cast<double>(fwd.flops) * p.factor;
       const double bytes =
-          static_cast<double>(fwd.memory_traffic_bytes()) * p.factor;
-      op->set_flops(Checked(flops));
-      op->set_memory_traffic_bytes(Checked(bytes));
-      op->set_duration_ns(Roofline(flops, bytes));
-      op->set_workspace_bytes(Checked(p.gradient_bytes, workspace_bytes_));
-      const int32_t index = trace_.operators_size() - 1;
-      for (int32_t t : p.reads) trace_.mutable_tensors(t)->add_use_ops(index);
+          static_cast<double>(fwd.memory_traffic_bytes) * p.factor;
+      op.flops = Checked(flops);
+      op.memory_traffic_bytes = Checked(bytes);
+      op.duration_ns = Roofline(flops, bytes);
+      op.workspace_bytes = Checked(p.gradient_bytes, workspace_bytes_);
+      trace_.operators.push_back(std::move(op));
+      const int32_t index = static_cast<int32_t>(trace_.operators.size()) - 1;
+      for (int32_t t : p.reads) trace_.tensors[t].use_ops.push_back(index);
     }
-    trace_.set_name(std::move(name));
+    trace_.name = std::move(name);
     return std::move(trace_);
   }
 
@@ -155,7 +158,7 @@ class TraceBuilder {
   }
 
   const Hardware& hw_;
-  v1::Trace trace_;
+  TraceSpec trace_;
   std::vector<Pending> pending_;
   bool too_large_ = false;
   double iteration_ns_ = 0;
@@ -189,7 +192,7 @@ AttentionOut AddAttention(TraceBuilder& b, const WorkloadSpec& spec,
     // FlashAttention never materializes the s x s scores; causal masking
     // skips about half the blocks.
     const double flops = spec.causal ? dense_flops / 2 : dense_flops;
-    const int32_t op = b.Forward(prefix + "attention", v1::OP_KIND_ATTENTION,
+    const int32_t op = b.Forward(prefix + "attention", OpKind::kAttention,
                                  block, flops, e * T * h * 4);
     b.Read(qkv, op);
     const int32_t o =
@@ -201,23 +204,22 @@ AttentionOut AddAttention(TraceBuilder& b, const WorkloadSpec& spec,
   // the dropped probabilities (2as) per token: 5as bytes per token.
   const double scores = e * T * a * s;
   const double masks = T * a * s;
-  const int32_t qk = b.Forward(prefix + "attention_scores", v1::OP_KIND_MATMUL,
+  const int32_t qk = b.Forward(prefix + "attention_scores", OpKind::kMatmul,
                                block, dense_flops / 2, e * T * h * 2 + scores);
   b.Read(qkv, qk);
-  const int32_t softmax_op =
-      b.Forward(prefix + "softmax", v1::OP_KIND_ELEMENTWISE, block,
-                5 * T * a * s, 2 * scores);
+  const int32_t softmax_op = b.Forward(prefix + "softmax", OpKind::kElementwise,
+                                       block, 5 * T * a * s, 2 * scores);
   const int32_t probs = b.Saved(prefix + "softmax_out", scores, softmax_op, {},
                                 {qkv}, {qk, softmax_op});
   const int32_t drop_op =
-      b.Forward(prefix + "attention_dropout", v1::OP_KIND_DROPOUT, block,
+      b.Forward(prefix + "attention_dropout", OpKind::kDropout, block,
                 T * a * s, 2 * scores + masks);
   b.Read(probs, drop_op);
   const int32_t mask =
       b.Mask(prefix + "attention_dropout_mask", masks, drop_op);
   const int32_t dropped = b.Saved(prefix + "attention_probs", scores, drop_op,
                                   {}, {probs, mask}, {drop_op});
-  const int32_t av = b.Forward(prefix + "attention_values", v1::OP_KIND_MATMUL,
+  const int32_t av = b.Forward(prefix + "attention_values", OpKind::kMatmul,
                                block, dense_flops / 2, scores + e * T * h * 2);
   b.Read(dropped, av);
   b.Read(qkv, av);
@@ -241,7 +243,7 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
   const int32_t block = layer + 1;
   const std::string p = absl::StrCat("layer", layer, ".");
   const bool llama = spec.family == ModelFamily::kLlama;
-  const v1::OpKind norm = v1::OP_KIND_NORMALIZATION;
+  const OpKind norm = OpKind::kNormalization;
 
   // Attention half.
   const int32_t ln1 = b.Forward(p + (llama ? "rmsnorm1" : "layernorm1"), norm,
@@ -250,27 +252,27 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
   b.Backward(ln1, {x}, e * T * h);
   const int32_t y1 = b.Saved(p + "qkv_in", e * T * h, ln1, {}, {x}, {ln1});
   const int32_t qkv_op =
-      b.Forward(p + (llama ? "qkv_rope" : "qkv"), v1::OP_KIND_MATMUL, block,
+      b.Forward(p + (llama ? "qkv_rope" : "qkv"), OpKind::kMatmul, block,
                 6 * T * h * h, e * (T * h + 3 * h * h + 3 * T * h));
   b.Read(y1, qkv_op);
   b.Backward(qkv_op, {y1}, e * T * h);
   const int32_t qkv =
       b.Saved(p + "qkv", 3 * e * T * h, qkv_op, {}, {y1}, {qkv_op});
   const AttentionOut attn = AddAttention(b, spec, block, p, qkv);
-  const int32_t proj = b.Forward(p + "attention_proj", v1::OP_KIND_MATMUL,
-                                 block, 2 * T * h * h, e * (2 * T * h + h * h));
+  const int32_t proj = b.Forward(p + "attention_proj", OpKind::kMatmul, block,
+                                 2 * T * h * h, e * (2 * T * h + h * h));
   b.Read(attn.output, proj);
   b.Backward(proj, {attn.output}, e * T * h);
   int32_t x2;
   if (llama) {
-    const int32_t add = b.Forward(p + "residual1", v1::OP_KIND_ELEMENTWISE,
-                                  block, T * h, 3 * e * T * h);
+    const int32_t add = b.Forward(p + "residual1", OpKind::kElementwise, block,
+                                  T * h, 3 * e * T * h);
     b.Read(x, add);
     b.Backward(add, {}, e * T * h);
     x2 = b.Saved(p + "residual1_out", e * T * h, add, {}, {attn.output, x},
                  {proj, add});
   } else {
-    const int32_t drop = b.Forward(p + "dropout1_residual", v1::OP_KIND_DROPOUT,
+    const int32_t drop = b.Forward(p + "dropout1_residual", OpKind::kDropout,
                                    block, 2 * T * h, (3 * e + 1) * T * h);
     b.Read(x, drop);
     const int32_t mask = b.Mask(p + "dropout1_mask", T * h, drop);
@@ -288,9 +290,9 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
   int32_t down_in_op, down_in;
   if (llama) {
     const int32_t gate_op =
-        b.Forward(p + "gate_proj", v1::OP_KIND_MATMUL, block, 2 * T * h * f,
+        b.Forward(p + "gate_proj", OpKind::kMatmul, block, 2 * T * h * f,
                   e * (T * h + h * f + T * f));
-    const int32_t up_op = b.Forward(p + "up_proj", v1::OP_KIND_MATMUL, block,
+    const int32_t up_op = b.Forward(p + "up_proj", OpKind::kMatmul, block,
                                     2 * T * h * f, e * (T * h + h * f + T * f));
     b.Read(y2, gate_op);
     b.Read(y2, up_op);
@@ -299,39 +301,39 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
     const int32_t gate =
         b.Saved(p + "gate", e * T * f, gate_op, {}, {y2}, {gate_op});
     const int32_t up = b.Saved(p + "up", e * T * f, up_op, {}, {y2}, {up_op});
-    down_in_op = b.Forward(p + "swiglu", v1::OP_KIND_ELEMENTWISE, block,
-                           6 * T * f, 3 * e * T * f);
+    down_in_op = b.Forward(p + "swiglu", OpKind::kElementwise, block, 6 * T * f,
+                           3 * e * T * f);
     b.Read(gate, down_in_op);
     b.Read(up, down_in_op);
     b.Backward(down_in_op, {gate, up}, 2 * e * T * f);
     down_in = b.Saved(p + "swiglu_out", e * T * f, down_in_op, {}, {gate, up},
                       {down_in_op});
   } else {
-    const int32_t fc1 = b.Forward(p + "fc1", v1::OP_KIND_MATMUL, block,
+    const int32_t fc1 = b.Forward(p + "fc1", OpKind::kMatmul, block,
                                   2 * T * h * f, e * (T * h + h * f + T * f));
     b.Read(y2, fc1);
     b.Backward(fc1, {y2}, e * T * h);
     const int32_t u = b.Saved(p + "gelu_in", e * T * f, fc1, {}, {y2}, {fc1});
-    down_in_op = b.Forward(p + "gelu", v1::OP_KIND_ELEMENTWISE, block,
-                           10 * T * f, 2 * e * T * f);
+    down_in_op = b.Forward(p + "gelu", OpKind::kElementwise, block, 10 * T * f,
+                           2 * e * T * f);
     b.Read(u, down_in_op);
     b.Backward(down_in_op, {u}, e * T * f);
     down_in =
         b.Saved(p + "fc2_in", e * T * f, down_in_op, {}, {u}, {down_in_op});
   }
   const int32_t fc2 =
-      b.Forward(p + (llama ? "down_proj" : "fc2"), v1::OP_KIND_MATMUL, block,
+      b.Forward(p + (llama ? "down_proj" : "fc2"), OpKind::kMatmul, block,
                 2 * T * f * h, e * (T * f + f * h + T * h));
   b.Read(down_in, fc2);
   b.Backward(fc2, {down_in}, e * T * f);
   if (llama) {
-    const int32_t add = b.Forward(p + "residual2", v1::OP_KIND_ELEMENTWISE,
-                                  block, T * h, 3 * e * T * h);
+    const int32_t add = b.Forward(p + "residual2", OpKind::kElementwise, block,
+                                  T * h, 3 * e * T * h);
     b.Read(x2, add);
     b.Backward(add, {}, e * T * h);
     return b.Saved(p + "out", e * T * h, add, {}, {down_in, x2}, {fc2, add});
   }
-  const int32_t drop = b.Forward(p + "dropout2_residual", v1::OP_KIND_DROPOUT,
+  const int32_t drop = b.Forward(p + "dropout2_residual", OpKind::kDropout,
                                  block, 2 * T * h, (3 * e + 1) * T * h);
   b.Read(x2, drop);
   const int32_t mask = b.Mask(p + "dropout2_mask", T * h, drop);
@@ -341,7 +343,7 @@ int32_t AddTransformerLayer(TraceBuilder& b, const WorkloadSpec& spec,
 }
 
 // `too_large` (optional) is set when a quantity would pass 2^60.
-v1::Trace BuildTransformer(const WorkloadSpec& spec, const Hardware& hw,
+TraceSpec BuildTransformer(const WorkloadSpec& spec, const Hardware& hw,
                            bool* too_large = nullptr) {
   TraceBuilder b(hw);
   const double e = BytesPerElement(spec.precision);
@@ -349,35 +351,35 @@ v1::Trace BuildTransformer(const WorkloadSpec& spec, const Hardware& hw,
   const double h = static_cast<double>(spec.hidden);
   const double V = static_cast<double>(spec.vocabulary);
   const int32_t embed =
-      b.Forward("embedding", v1::OP_KIND_EMBEDDING, 0, T * h, 3 * e * T * h);
+      b.Forward("embedding", OpKind::kEmbedding, 0, T * h, 3 * e * T * h);
   b.Backward(embed, {}, 0);
   int32_t x = b.Saved("embedding_out", e * T * h, embed, {}, {}, {embed});
   for (int32_t layer = 0; layer < spec.layers; ++layer) {
     x = AddTransformerLayer(b, spec, layer, x);
   }
   const int32_t head_block = spec.layers + 1;
-  const int32_t norm = b.Forward("final_norm", v1::OP_KIND_NORMALIZATION,
+  const int32_t norm = b.Forward("final_norm", OpKind::kNormalization,
                                  head_block, 5 * T * h, 2 * e * T * h);
   b.Read(x, norm);
   b.Backward(norm, {x}, e * T * h);
   const int32_t normed =
       b.Saved("lm_head_in", e * T * h, norm, {}, {x}, {norm});
-  const int32_t head = b.Forward("lm_head", v1::OP_KIND_MATMUL, head_block,
+  const int32_t head = b.Forward("lm_head", OpKind::kMatmul, head_block,
                                  2 * T * h * V, e * (T * h + h * V + T * V));
   b.Read(normed, head);
   b.Backward(head, {normed}, e * T * h);
   const int32_t logits =
       b.Saved("logits", e * T * V, head, {}, {normed}, {head});
-  const int32_t loss = b.Forward("cross_entropy", v1::OP_KIND_LOSS, head_block,
+  const int32_t loss = b.Forward("cross_entropy", OpKind::kLoss, head_block,
                                  5 * T * V, e * T * V);
   b.Read(logits, loss);
   b.Backward(loss, {logits}, e * T * V, 1.0);
-  v1::Trace trace = b.Finish("");
+  TraceSpec trace = b.Finish("");
   if (too_large != nullptr) *too_large = b.too_large();
   return trace;
 }
 
-v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw,
+TraceSpec BuildVgg16(const WorkloadSpec& spec, const Hardware& hw,
                      bool* too_large) {
   TraceBuilder b(hw);
   const double e = BytesPerElement(spec.precision);
@@ -385,7 +387,7 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw,
   double side = static_cast<double>(spec.image_size);
   double channels = 3;
   const int32_t load =
-      b.Forward("input", v1::OP_KIND_OTHER, 0, 0, 2 * e * B * side * side * 3);
+      b.Forward("input", OpKind::kOther, 0, 0, 2 * e * B * side * side * 3);
   int32_t x = b.Saved("image", e * B * side * side * 3, load, {}, {}, {});
   // Each entry: output channels of a 3x3 conv, or 0 for a 2x2 max pool.
   const int kLayers[] = {64, 64,  0,   128, 128, 0,   256, 256, 256,
@@ -397,9 +399,9 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw,
     if (c == 0) {
       side /= 2;
       const double out_elems = B * side * side * channels;
-      const int32_t pool = b.Forward(absl::StrCat("conv", conv_index, ".pool"),
-                                     v1::OP_KIND_POOLING, block, in_elems,
-                                     e * (in_elems + out_elems));
+      const int32_t pool =
+          b.Forward(absl::StrCat("conv", conv_index, ".pool"), OpKind::kPooling,
+                    block, in_elems, e * (in_elems + out_elems));
       b.Read(x, pool);
       const int32_t y = b.Saved(absl::StrCat("conv", conv_index, ".pool_out"),
                                 e * out_elems, pool, {}, {x}, {pool});
@@ -412,8 +414,8 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw,
     const double out_elems = B * side * side * c;
     const double flops = 2 * out_elems * channels * 9;
     const int32_t conv =
-        b.Forward(absl::StrCat("conv", conv_index), v1::OP_KIND_CONV, block,
-                  flops, e * (in_elems + out_elems + 9 * channels * c));
+        b.Forward(absl::StrCat("conv", conv_index), OpKind::kConv, block, flops,
+                  e * (in_elems + out_elems + 9 * channels * c));
     b.Read(x, conv);
     // ReLU is fused and in place: the saved output doubles as its mask.
     const int32_t y = b.Saved(absl::StrCat("conv", conv_index, ".relu_out"),
@@ -425,9 +427,9 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw,
   double features = side * side * channels;
   for (double out : {4096.0, 4096.0, 1000.0}) {
     ++block;
-    const int32_t fc = b.Forward(
-        absl::StrCat("fc", block - 13 + 5), v1::OP_KIND_MATMUL, block,
-        2 * B * features * out, e * (B * features + features * out + B * out));
+    const int32_t fc = b.Forward(absl::StrCat("fc", block - 13 + 5),
+                                 OpKind::kMatmul, block, 2 * B * features * out,
+                                 e * (B * features + features * out + B * out));
     b.Read(x, fc);
     const int32_t y = b.Saved(absl::StrCat("fc", block - 13 + 5, ".out"),
                               e * B * out, fc, {}, {x}, {fc});
@@ -435,11 +437,11 @@ v1::Trace BuildVgg16(const WorkloadSpec& spec, const Hardware& hw,
     x = y;
     features = out;
   }
-  const int32_t loss = b.Forward("cross_entropy", v1::OP_KIND_LOSS, block,
+  const int32_t loss = b.Forward("cross_entropy", OpKind::kLoss, block,
                                  5 * B * features, e * B * features);
   b.Read(x, loss);
   b.Backward(loss, {x}, e * B * features, 1.0);
-  v1::Trace trace = b.Finish("");
+  TraceSpec trace = b.Finish("");
   if (too_large != nullptr) *too_large = b.too_large();
   return trace;
 }
@@ -455,13 +457,15 @@ struct GeneratedSize {
   double bytes = 0;      // serialized
 };
 
-GeneratedSize SizeOf(const v1::Trace& trace) {
+GeneratedSize SizeOf(const TraceSpec& trace) {
   GeneratedSize size;
-  size.operators = trace.operators_size();
-  size.tensors = trace.tensors_size();
-  for (const v1::Tensor& t : trace.tensors())
-    size.relations += t.use_ops_size() + t.recompute_inputs_size();
-  size.bytes = static_cast<double>(trace.ByteSizeLong());
+  size.operators = static_cast<double>(trace.operators.size());
+  size.tensors = static_cast<double>(trace.tensors.size());
+  for (const TensorSpec& t : trace.tensors) {
+    size.relations +=
+        static_cast<double>(t.use_ops.size() + t.recompute_inputs.size());
+  }
+  size.bytes = static_cast<double>(SerializedBytes(trace));
   return size;
 }
 
@@ -527,7 +531,7 @@ absl::StatusOr<WorkloadSpec> WorkloadPreset(absl::string_view name) {
   return s;
 }
 
-absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
+absl::StatusOr<TraceSpec> GenerateTrace(const WorkloadSpec& spec,
                                         const Hardware& hardware) {
   FieldViolations v;
   if (hardware.matmul_flops_per_second <= 0) {
@@ -582,7 +586,7 @@ absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
     }
   }
   bool too_large = false;
-  v1::Trace trace = spec.family == ModelFamily::kVgg16
+  TraceSpec trace = spec.family == ModelFamily::kVgg16
                         ? BuildVgg16(spec, hardware, &too_large)
                         : BuildTransformer(spec, hardware, &too_large);
   if (too_large) {
@@ -606,10 +610,10 @@ absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
   }
   absl::StrAppend(&name, " ", PrecisionName(spec.precision),
                   spec.flash_attention ? " flash" : "", " on ", hardware.name);
-  trace.set_name(name.substr(0, kMaxNameBytes));
+  trace.name = name.substr(0, kMaxNameBytes);
   // The estimate above keeps the build bounded; the built size decides.
-  if (const size_t bytes = trace.ByteSizeLong();
-      bytes > static_cast<size_t>(kMaxGeneratedTraceBytes)) {
+  if (const int64_t bytes = SerializedBytes(trace);
+      bytes > kMaxGeneratedTraceBytes) {
     return TooLargeField(
         "workload.layers",
         absl::StrFormat("the trace holds %.1f MiB; at most %d MiB",
@@ -618,20 +622,20 @@ absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
   }
   // The generated trace obeys every trace rule; sizes can still pass the
   // limits.
-  SLACKSWAP_RETURN_IF_ERROR(TraceFromProto(trace).status());
+  SLACKSWAP_RETURN_IF_ERROR(ValidateTrace(trace).status());
   return trace;
 }
 
-TraceSummary Summarize(const v1::Trace& trace, const Hardware& hardware) {
+TraceSummary Summarize(const TraceSpec& trace, const Hardware& hardware) {
   // Sums in 128 bits, saturated into int64: flops are informational and not
   // bounded by the trace rules.
   absl::int128 saved = 0, iteration = 0, forward = 0, flops = 0;
-  for (const v1::Tensor& t : trace.tensors()) saved += t.size_bytes();
-  for (const v1::Operator& op : trace.operators()) {
-    iteration += op.duration_ns();
-    if (op.phase() == v1::PHASE_FORWARD) {
-      forward += op.duration_ns();
-      flops += op.flops();
+  for (const TensorSpec& t : trace.tensors) saved += t.size_bytes;
+  for (const OperatorSpec& op : trace.operators) {
+    iteration += op.duration_ns;
+    if (op.phase == Phase::kForward) {
+      forward += op.duration_ns;
+      flops += op.flops;
     }
   }
   auto saturated = [](absl::int128 v) {

@@ -16,8 +16,9 @@
 // Example:
 //   WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
 //   spec.batch = 4;
-//   absl::StatusOr<v1::Trace> trace = GenerateTrace(spec,
+//   absl::StatusOr<TraceSpec> trace = GenerateTrace(spec,
 //   *HardwarePreset("a100"));
+//   absl::StatusOr<Trace> compact = ValidateTrace(*trace);
 #ifndef SLACKSWAP_SIMULATOR_WORKLOAD_H_
 #define SLACKSWAP_SIMULATOR_WORKLOAD_H_
 
@@ -29,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "simulator/hardware.h"
-#include "slackswap/v1/trace.pb.h"
+#include "simulator/trace_spec.h"
 
 namespace slackswap {
 
@@ -42,7 +43,7 @@ enum class ModelFamily {
 enum class Precision { kBf16, kFp16, kFp32 };
 
 // "bf16", "fp16", "fp32"; PrecisionFromName is the inverse (nullopt for any
-// other name). The wire form's mapping is in proto_convert.h.
+// other name). The wire form's mapping is in service/wire_convert.h.
 const char* PrecisionName(Precision p);
 std::optional<Precision> PrecisionFromName(absl::string_view name);
 
@@ -79,7 +80,7 @@ inline constexpr int kMaxGeneratedTraceBytes = 24 << 20;
 // kMaxGeneratedTraceBytes or the trace limits, found before it is built. The
 // hardware must have positive matmul and HBM rates
 // ("hardware.matmul_flops_per_second", "hardware.hbm_bytes_per_second").
-absl::StatusOr<v1::Trace> GenerateTrace(const WorkloadSpec& spec,
+absl::StatusOr<TraceSpec> GenerateTrace(const WorkloadSpec& spec,
                                         const Hardware& hardware);
 
 // Figures the generator is calibrated against (docs/workloads.md).
@@ -94,7 +95,7 @@ struct TraceSummary {
   double hideable_fraction = 0;
 };
 // Sums saturate at the int64 range (any trace, valid or not).
-TraceSummary Summarize(const v1::Trace& trace, const Hardware& hardware);
+TraceSummary Summarize(const TraceSpec& trace, const Hardware& hardware);
 
 }  // namespace slackswap
 

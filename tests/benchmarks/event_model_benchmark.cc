@@ -4,8 +4,9 @@
 #include <benchmark/benchmark.h>
 
 #include "absl/strings/match.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
 #include "simulator/schedule.h"
 #include "simulator/workload.h"
 
@@ -27,7 +28,8 @@ const Fixture& Gpt2Xl() {
   static const Fixture* fixture = [] {
     auto* f = new Fixture;
     f->hardware = *HardwarePreset("a100");
-    f->proto = *GenerateTrace(*WorkloadPreset("gpt2-xl"), f->hardware);
+    f->proto = TraceSpecToProto(
+        *GenerateTrace(*WorkloadPreset("gpt2-xl"), f->hardware));
     f->trace = *TraceFromProto(f->proto);
     f->plan = Plan::AllKeep(f->trace);
     for (int32_t t = 0; t < f->trace.num_tensors(); ++t) {
@@ -123,7 +125,7 @@ void BM_GenerateGpt2Xl(benchmark::State& state) {
   const Hardware hw = *HardwarePreset("a100");
   const WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
   for (auto _ : state) {
-    absl::StatusOr<v1::Trace> trace = GenerateTrace(spec, hw);
+    absl::StatusOr<TraceSpec> trace = GenerateTrace(spec, hw);
     benchmark::DoNotOptimize(trace);
   }
 }

@@ -10,8 +10,10 @@
 
 #include "planner/lp_bound.h"
 #include "planner/slackswap.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
+#include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 #include "tests/planner/shaped_traces.h"
 
@@ -34,7 +36,7 @@ const Workload& Get(const std::string& preset, int32_t layers = 0) {
     w.hardware = *HardwarePreset("a100");
     WorkloadSpec spec = *WorkloadPreset(preset);
     if (layers > 0) spec.layers = layers;
-    w.trace = *TraceFromProto(*GenerateTrace(spec, w.hardware));
+    w.trace = *ValidateTrace(*GenerateTrace(spec, w.hardware));
     w.peak_bytes = AllKeepPeakBytes(w.trace);
     it = cache->emplace(std::make_pair(preset, layers), std::move(w)).first;
   }

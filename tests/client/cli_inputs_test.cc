@@ -3,6 +3,7 @@
 
 #include "gtest/gtest.h"
 #include "service/service_core.h"
+#include "service/wire_convert.h"
 #include "simulator/workload.h"
 
 namespace slackswap {

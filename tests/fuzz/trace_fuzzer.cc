@@ -22,8 +22,9 @@
 #include "google/protobuf/stubs/logging.h"
 #include "planner/lower_bound.h"
 #include "planner/policies.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
 #include "slackswap/v1/trace.pb.h"
 
 namespace slackswap {

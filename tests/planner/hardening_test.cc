@@ -13,9 +13,11 @@
 #include "planner/superneurons.h"
 #include "planner/swapadvisor.h"
 #include "planner/vdnn.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
 #include "simulator/small_traces.h"
+#include "simulator/trace_validation.h"
 #include "tests/planner/shaped_traces.h"
 #include "tests/simulator/test_traces.h"
 
@@ -143,7 +145,7 @@ TEST(PolicyTimeRangeTest, EveryPolicyRefusesTimesThatWouldOverflow) {
 TEST(PlannerStopTest, TheExactSearchStops) {
   // Twelve tensors at 80% of the peak: a search of millions of replays.
   const SmallTrace small = RandomSmallTrace(1, {12, 12, 20});
-  const Trace trace = *TraceFromProto(small.trace);
+  const Trace trace = *ValidateTrace(small.trace);
   PolicyOptions options;
   CountingStop second(2);
   options.should_stop = second.Function();

@@ -17,9 +17,11 @@
 #include "planner/lower_bound.h"
 #include "planner/lp_bound.h"
 #include "planner/optimum.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
 #include "simulator/small_traces.h"
+#include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 #include "slackswap/v1/hardware.pb.h"
 #include "slackswap/v1/plan.pb.h"
@@ -185,7 +187,7 @@ TEST(LowerBoundTest, RebuildsAfterABackwardOpGiveItsLinkNoTime) {
 
 TEST(OptimumTest, RefusesLargeTraces) {
   const SmallTrace small = RandomSmallTrace(7, {20, 20, 10});
-  const Trace trace = *TraceFromProto(small.trace);
+  const Trace trace = *ValidateTrace(small.trace);
   EXPECT_EQ(PlanOptimum(trace, small.hardware, 1 << 30, OptimumOptions())
                 .status()
                 .code(),
@@ -195,9 +197,10 @@ TEST(OptimumTest, RefusesLargeTraces) {
 TEST(SmallTracesTest, AreValidAndDeterministic) {
   for (uint64_t seed = 0; seed < 200; ++seed) {
     const SmallTrace a = RandomSmallTrace(seed);
-    EXPECT_TRUE(TraceFromProto(a.trace).ok()) << seed;
-    EXPECT_EQ(a.trace.SerializeAsString(),
-              RandomSmallTrace(seed).trace.SerializeAsString());
+    EXPECT_TRUE(ValidateTrace(a.trace).ok()) << seed;
+    EXPECT_EQ(
+        TraceSpecToProto(a.trace).SerializeAsString(),
+        TraceSpecToProto(RandomSmallTrace(seed).trace).SerializeAsString());
   }
 }
 
@@ -272,7 +275,7 @@ TEST(LinearProgramBoundTest, IsAValidBoundAndSolvesThePresets) {
   for (const OptimalityCase& c : study->cases) {
     if (!c.optimum.feasible) continue;
     const SmallTrace small = RandomSmallTrace(c.seed);
-    const Trace trace = *TraceFromProto(small.trace);
+    const Trace trace = *ValidateTrace(small.trace);
     ++cases;
     const LinearProgramBound lp =
         ComputeLinearProgramBound(trace, small.hardware, c.budget_bytes);
@@ -295,7 +298,7 @@ TEST(LinearProgramBoundTest, IsAValidBoundAndSolvesThePresets) {
     WorkloadSpec spec = *WorkloadPreset(preset);
     if (spec.layers > 4) spec.layers = 4;
     const Hardware hw = *HardwarePreset("a100");
-    const Trace trace = *TraceFromProto(*GenerateTrace(spec, hw));
+    const Trace trace = *ValidateTrace(*GenerateTrace(spec, hw));
     const int64_t budget = AllKeepPeakBytes(trace) * 7 / 10;
     const LinearProgramBound lp = ComputeLinearProgramBound(trace, hw, budget);
     EXPECT_TRUE(lp.solved) << preset;
@@ -316,7 +319,7 @@ TEST(LinearProgramBoundTest, IsAValidBoundAndSolvesThePresets) {
 TEST(ProvenFloorTest, IsTheBoundsThreshold) {
   for (uint64_t seed = 1; seed < 60; ++seed) {
     const SmallTrace small = RandomSmallTrace(seed);
-    const Trace trace = *TraceFromProto(small.trace);
+    const Trace trace = *ValidateTrace(small.trace);
     const ProvenFloor floor = ComputeProvenFloor(trace);
     EXPECT_TRUE(ComputeLowerBound(trace, small.hardware, floor.bytes).feasible)
         << seed;

@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/plan.h"
-#include "simulator/proto_convert.h"
 #include "simulator/schedule.h"
 #include "simulator/small_traces.h"
+#include "simulator/trace_validation.h"
 #include "tests/planner/shaped_traces.h"
 
 namespace slackswap {
@@ -141,7 +143,7 @@ void CheckRandomChanges(const Trace& trace, uint64_t seed, int changes) {
 
 TEST(PlanDraftTest, RandomSmallTracesMatchAFromScratchProfile) {
   for (uint64_t seed = 1; seed <= 60; ++seed) {
-    absl::StatusOr<Trace> trace = TraceFromProto(RandomSmallTrace(seed).trace);
+    absl::StatusOr<Trace> trace = ValidateTrace(RandomSmallTrace(seed).trace);
     ASSERT_TRUE(trace.ok()) << trace.status();
     SCOPED_TRACE(seed);
     CheckRandomChanges(*trace, seed, 40);

@@ -4,10 +4,10 @@
 
 #include "gtest/gtest.h"
 #include "planner/basic_plans.h"
-#include "planner/planner_proto.h"
 #include "planner/slackswap.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
 #include "tests/simulator/random_plans.h"
 
 namespace slackswap {

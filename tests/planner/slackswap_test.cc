@@ -3,7 +3,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "planner/planner_proto.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
 #include "tests/simulator/test_traces.h"
 

@@ -12,7 +12,8 @@
 #include "gtest/gtest.h"
 #include "server/server.h"
 #include "service/grpc_status.h"
-#include "simulator/proto_convert.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/small_traces.h"
 #include "slackswap/v1/service.grpc.pb.h"
 #include "tests/server/test_server.h"
@@ -288,7 +289,7 @@ TEST_F(ServiceTest, IdealPlansOnlyWithinTheBudget) {
 TEST_F(ServiceTest, PlansTheExactOptimumOfASmallTrace) {
   const SmallTrace small = RandomSmallTrace(9);
   v1::PlanRequest request;
-  *request.mutable_trace() = small.trace;
+  *request.mutable_trace() = TraceSpecToProto(small.trace);
   *request.mutable_hardware() = HardwareToProto(small.hardware);
   request.mutable_budget()->set_fraction_of_peak(1.0);
   request.set_policy(v1::POLICY_OPTIMUM);

@@ -4,8 +4,9 @@
 
 #include "gtest/gtest.h"
 #include "planner/basic_plans.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
 #include "simulator/schedule.h"
 #include "simulator/workload.h"
 #include "tests/simulator/random_plans.h"
@@ -169,7 +170,7 @@ TEST(EventModelPropertyTest, CorruptedTracesAreRejectedOrSimulatedSafely) {
   WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
   spec.layers = 2;
   const Hardware hw = *HardwarePreset("a100");
-  const v1::Trace base = *GenerateTrace(spec, hw);
+  const v1::Trace base = TraceSpecToProto(*GenerateTrace(spec, hw));
   std::mt19937_64 rng(99);
   const int64_t values[] = {-1,
                             0,

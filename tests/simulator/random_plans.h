@@ -9,11 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
-#include "simulator/proto_convert.h"
 #include "simulator/schedule.h"
 #include "simulator/trace.h"
+#include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 
 namespace slackswap::testing {
@@ -61,10 +63,10 @@ inline std::vector<Workload> SmallWorkloads(
       if (preset == "bert-large")
         spec.flash_attention = false;  // cover unfused attention
       const Hardware hw = *HardwarePreset(gpu);
-      absl::StatusOr<v1::Trace> proto = GenerateTrace(spec, hw);
-      EXPECT_TRUE(proto.ok()) << proto.status();
+      absl::StatusOr<TraceSpec> generated = GenerateTrace(spec, hw);
+      EXPECT_TRUE(generated.ok()) << generated.status();
       out.push_back(
-          {absl::StrCat(preset, "/", gpu), *TraceFromProto(*proto), hw});
+          {absl::StrCat(preset, "/", gpu), *ValidateTrace(*generated), hw});
     }
   }
   return out;

@@ -7,9 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
-#include "simulator/proto_convert.h"
 #include "simulator/trace.h"
 #include "slackswap/v1/trace.pb.h"
 
@@ -82,6 +83,47 @@ inline Plan PlanOf(const std::string& decisions, int32_t issue_op = 0) {
     plan.prefetch_issue_op.push_back(issue_op);
   }
   return plan;
+}
+
+inline bool SameCsr(const Csr& a, const Csr& b) {
+  return a.begin == b.begin && a.items == b.items;
+}
+
+// Every field of the compact trace.
+inline void ExpectSameTrace(const Trace& a, const Trace& b) {
+  EXPECT_EQ(a.name, b.name);
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].duration_ns, b.ops[i].duration_ns) << i;
+    EXPECT_EQ(a.ops[i].workspace_bytes, b.ops[i].workspace_bytes) << i;
+    EXPECT_EQ(a.ops[i].block_index, b.ops[i].block_index) << i;
+    EXPECT_EQ(a.ops[i].phase, b.ops[i].phase) << i;
+    EXPECT_EQ(a.ops[i].kind, b.ops[i].kind) << i;
+  }
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const Tensor& x = a.tensors[i];
+    const Tensor& y = b.tensors[i];
+    EXPECT_EQ(x.size_bytes, y.size_bytes) << i;
+    EXPECT_EQ(x.recompute_ns, y.recompute_ns) << i;
+    EXPECT_EQ(x.producer_op, y.producer_op) << i;
+    EXPECT_EQ(x.last_forward_use, y.last_forward_use) << i;
+    EXPECT_EQ(x.first_backward_use, y.first_backward_use) << i;
+    EXPECT_EQ(x.last_backward_use, y.last_backward_use) << i;
+    EXPECT_EQ(x.swap_forbidden, y.swap_forbidden) << i;
+    EXPECT_EQ(x.recompute_forbidden, y.recompute_forbidden) << i;
+  }
+  EXPECT_TRUE(SameCsr(a.uses, b.uses));
+  EXPECT_TRUE(SameCsr(a.reads, b.reads));
+  EXPECT_TRUE(SameCsr(a.produces, b.produces));
+  EXPECT_TRUE(SameCsr(a.recompute_inputs, b.recompute_inputs));
+  EXPECT_TRUE(SameCsr(a.recompute_dependents, b.recompute_dependents));
+  EXPECT_EQ(a.recompute_topological_order, b.recompute_topological_order);
+  EXPECT_EQ(a.op_allocation_bytes, b.op_allocation_bytes);
+  EXPECT_EQ(a.num_forward_ops, b.num_forward_ops);
+  EXPECT_EQ(a.num_backward_ops, b.num_backward_ops);
+  EXPECT_EQ(a.ideal_ns, b.ideal_ns);
+  EXPECT_EQ(a.total_tensor_bytes, b.total_tensor_bytes);
 }
 
 }  // namespace slackswap::testing

@@ -7,8 +7,10 @@
 #include "absl/strings/match.h"
 #include "base/field_violations.h"
 #include "gtest/gtest.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/event_model.h"
-#include "simulator/proto_convert.h"
+#include "simulator/trace_limits.h"
 #include "tests/simulator/test_traces.h"
 
 namespace slackswap {

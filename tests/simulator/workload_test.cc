@@ -10,16 +10,23 @@
 #include "absl/strings/match.h"
 #include "base/field_violations.h"
 #include "gtest/gtest.h"
-#include "simulator/proto_convert.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
+#include "simulator/trace_validation.h"
 
 namespace slackswap {
 namespace {
 
-v1::Trace Generate(const WorkloadSpec& spec, const std::string& hardware) {
-  absl::StatusOr<v1::Trace> trace =
+TraceSpec GenerateSpec(const WorkloadSpec& spec, const std::string& hardware) {
+  absl::StatusOr<TraceSpec> trace =
       GenerateTrace(spec, *HardwarePreset(hardware));
   EXPECT_TRUE(trace.ok()) << trace.status();
-  return trace.ok() ? *trace : v1::Trace();
+  return trace.ok() ? *trace : TraceSpec();
+}
+
+// The wire form, whose accessors the structure checks read.
+v1::Trace Generate(const WorkloadSpec& spec, const std::string& hardware) {
+  return TraceSpecToProto(GenerateSpec(spec, hardware));
 }
 
 WorkloadSpec Preset(const std::string& name) { return *WorkloadPreset(name); }
@@ -37,7 +44,8 @@ int64_t LayerBytes(const v1::Trace& trace, int layer) {
 
 TEST(WorkloadCalibrationTest, Gpt2XlOnA100MatchesThePaper) {
   const Hardware a100 = *HardwarePreset("a100");
-  const TraceSummary s = Summarize(Generate(Preset("gpt2-xl"), "a100"), a100);
+  const TraceSummary s =
+      Summarize(GenerateSpec(Preset("gpt2-xl"), "a100"), a100);
   EXPECT_NEAR(static_cast<double>(s.saved_bytes) / 1e9, 22.0, 2.2);
   EXPECT_NEAR(s.flops_per_saved_byte, 1200, 120);
   EXPECT_NEAR(s.hideable_fraction, 0.15, 0.015);
@@ -57,7 +65,7 @@ TEST(WorkloadCalibrationTest, LlamaHideableFractionRisesWithSequenceLength) {
     WorkloadSpec spec = Preset("llama-7b");
     spec.sequence_length = seq;
     const double hideable =
-        Summarize(Generate(spec, "a100"), a100).hideable_fraction;
+        Summarize(GenerateSpec(spec, "a100"), a100).hideable_fraction;
     EXPECT_GT(hideable, previous) << seq;
     previous = hideable;
     if (seq == 2048) {
@@ -71,12 +79,12 @@ TEST(WorkloadCalibrationTest, LlamaHideableFractionRisesWithSequenceLength) {
 
 TEST(WorkloadCalibrationTest, Vgg16IsFullyHideableOnATitanXButNotOnAnA100) {
   const Hardware titan = *HardwarePreset("titan-x");
-  EXPECT_GE(
-      Summarize(Generate(Preset("vgg16"), "titan-x"), titan).hideable_fraction,
-      1.0);
+  EXPECT_GE(Summarize(GenerateSpec(Preset("vgg16"), "titan-x"), titan)
+                .hideable_fraction,
+            1.0);
   const Hardware a100 = *HardwarePreset("a100");
   EXPECT_LT(
-      Summarize(Generate(Preset("vgg16"), "a100"), a100).hideable_fraction,
+      Summarize(GenerateSpec(Preset("vgg16"), "a100"), a100).hideable_fraction,
       0.5);
 }
 
@@ -166,11 +174,12 @@ TEST(WorkloadStructureTest, EveryPresetOnEveryGpuIsAValidTrace) {
     for (const std::string& hardware : HardwarePresetNames()) {
       WorkloadSpec spec = Preset(preset);
       if (spec.layers > 2) spec.layers = 2;
-      absl::StatusOr<v1::Trace> trace =
+      absl::StatusOr<TraceSpec> trace =
           GenerateTrace(spec, *HardwarePreset(hardware));
       ASSERT_TRUE(trace.ok())
           << preset << " on " << hardware << ": " << trace.status();
-      EXPECT_TRUE(TraceFromProto(*trace).ok());
+      EXPECT_TRUE(ValidateTrace(*trace).ok());
+      EXPECT_TRUE(TraceFromProto(TraceSpecToProto(*trace)).ok());
     }
   }
 }
@@ -211,10 +220,10 @@ TEST(WorkloadStructureTest, RejectsTracesOverTheSizeLimitBeforeBuildingThem) {
   // that bounds it is an upper bound of the real size.
   WorkloadSpec spec = Preset("gpt2-xl");
   spec.layers = 48 * 50;
-  absl::StatusOr<v1::Trace> large =
+  absl::StatusOr<TraceSpec> large =
       GenerateTrace(spec, *HardwarePreset("a100"));
   ASSERT_TRUE(large.ok()) << large.status();
-  EXPECT_LT(large->ByteSizeLong(),
+  EXPECT_LT(TraceSpecToProto(*large).ByteSizeLong(),
             static_cast<size_t>(kMaxGeneratedTraceBytes));
 }
 
@@ -234,10 +243,10 @@ TEST(WorkloadStructureTest, SuggestedLayerCountIsCloseToTheLimit) {
   ASSERT_GT(suggested, 48) << message;
 
   spec.layers = suggested * 97 / 100;
-  absl::StatusOr<v1::Trace> under =
+  absl::StatusOr<TraceSpec> under =
       GenerateTrace(spec, *HardwarePreset("a100"));
   ASSERT_TRUE(under.ok()) << under.status();
-  EXPECT_LE(under->ByteSizeLong(),
+  EXPECT_LE(TraceSpecToProto(*under).ByteSizeLong(),
             static_cast<size_t>(kMaxGeneratedTraceBytes));
   spec.layers = suggested * 103 / 100;
   EXPECT_EQ(GenerateTrace(spec, *HardwarePreset("a100")).status().code(),
@@ -267,12 +276,12 @@ TEST(WorkloadStructureTest, RejectsParametersWhoseSizesWouldOverflow) {
   EXPECT_TRUE(GenerateTrace(vgg, *HardwarePreset("titan-x")).ok());
 
   // Summarize saturates instead of wrapping, whatever the trace holds.
-  v1::Trace huge;
+  TraceSpec huge;
   for (int i = 0; i < 4; ++i) {
-    v1::Operator* op = huge.add_operators();
-    op->set_phase(v1::PHASE_FORWARD);
-    op->set_duration_ns(std::numeric_limits<int64_t>::max());
-    op->set_flops(std::numeric_limits<int64_t>::max());
+    OperatorSpec& op = huge.operators.emplace_back();
+    op.phase = Phase::kForward;
+    op.duration_ns = std::numeric_limits<int64_t>::max();
+    op.flops = std::numeric_limits<int64_t>::max();
   }
   const TraceSummary s = Summarize(huge, *HardwarePreset("a100"));
   EXPECT_EQ(s.forward_flops, std::numeric_limits<int64_t>::max());

@@ -1,4 +1,4 @@
-#include "simulator/trace_io.h"
+#include "service/message_io.h"
 
 #include <cstdio>
 #include <fstream>
@@ -6,6 +6,7 @@
 
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "service/trace_convert.h"
 #include "simulator/workload.h"
 
 namespace slackswap {
@@ -18,7 +19,7 @@ std::string TempPath(const std::string& name) {
 v1::Trace SmallTrace() {
   WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
   spec.layers = 2;
-  return *GenerateTrace(spec, *HardwarePreset("a100"));
+  return TraceSpecToProto(*GenerateTrace(spec, *HardwarePreset("a100")));
 }
 
 TEST(TraceIoTest, BinaryAndJsonRoundTripExactly) {

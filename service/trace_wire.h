@@ -3,8 +3,10 @@
 // A read-only view of a serialized slackswap.v1.Trace, decoded without
 // building the protobuf message: no object per operator or tensor and no
 // string per name. It offers the accessors of the generated v1::Trace that
-// trace conversion reads, so that one conversion (proto_convert.cc) validates
-// both; callers use TraceFromWire (proto_convert.h).
+// trace validation reads, so that one set of rules
+// (simulator/trace_validation.h) checks both. Internal to the trace
+// conversion: callers use TraceFromWire (trace_convert.h). Field numbers are
+// the generated constants (v1::Tensor::kUseOpsFieldNumber, ...).
 //
 // The decoder takes only the form that protobuf serializers write: each
 // known field with its declared wire type, varints in their shortest form,
@@ -15,8 +17,8 @@
 // conversion rejects one that is not UTF-8, naming its field, where protobuf
 // would reject the whole message. So the view never accepts what protobuf
 // would reject, and never reads what protobuf would read differently.
-#ifndef SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
-#define SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
+#ifndef SLACKSWAP_SERVICE_TRACE_WIRE_H_
+#define SLACKSWAP_SERVICE_TRACE_WIRE_H_
 
 #include <cstdint>
 #include <string>
@@ -85,10 +87,6 @@ struct WireTrace {
   std::vector<int32_t> ints_;
 };
 
-// True when `s` is well-formed UTF-8 (no overlong forms, no surrogates,
-// nothing above U+10FFFF): what protobuf requires of a string field.
-bool IsWellFormedUtf8(absl::string_view s);
-
 // Decodes `bytes` (a serialized slackswap.v1.Trace) into `trace`, in one pass
 // over the bytes. False: the bytes are not in the form described above (or
 // not a valid message); `trace` is then unspecified.
@@ -105,4 +103,4 @@ bool SplitField(absl::string_view message, int field,
 
 }  // namespace slackswap
 
-#endif  // SLACKSWAP_SIMULATOR_TRACE_WIRE_H_
+#endif  // SLACKSWAP_SERVICE_TRACE_WIRE_H_

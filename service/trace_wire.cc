@@ -1,7 +1,8 @@
-#include "simulator/trace_wire.h"
+#include "service/trace_wire.h"
 
 #include <cstring>
 
+#include "base/utf8.h"
 #include "simulator/trace_limits.h"
 
 namespace slackswap {
@@ -13,55 +14,6 @@ enum WireType : uint32_t {
   kLengthDelimited = 2,
   kFixed32 = 5
 };
-
-}  // namespace
-
-bool IsWellFormedUtf8(absl::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    // Names are mostly ASCII: eight bytes at a time while no high bit is set.
-    uint64_t word = 0;
-    if (s.size() - i >= sizeof(word)) {
-      std::memcpy(&word, s.data() + i, sizeof(word));
-      if ((word & 0x8080808080808080u) == 0) {
-        i += sizeof(word);
-        continue;
-      }
-    }
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    uint32_t code = 0;
-    if (c >= 0xC2 && c <= 0xDF) {
-      length = 2;
-      code = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      length = 3;
-      code = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      length = 4;
-      code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i < length) return false;
-    for (size_t k = 1; k < length; ++k) {
-      const auto continuation = static_cast<unsigned char>(s[i + k]);
-      if ((continuation & 0xC0) != 0x80) return false;
-      code = (code << 6) | (continuation & 0x3F);
-    }
-    if (length == 3 && (code < 0x800 || (code >= 0xD800 && code <= 0xDFFF)))
-      return false;
-    if (length == 4 && (code < 0x10000 || code > 0x10FFFF)) return false;
-    i += length;
-  }
-  return true;
-}
-
-namespace {
 
 // Reads protobuf wire primitives. Every read returns false on malformed or
 // non-minimal input, which the decoder leaves to protobuf.
@@ -149,13 +101,20 @@ int32_t Low32(uint64_t value) {
   return static_cast<int32_t>(static_cast<uint32_t>(value));
 }
 
-// Operator and Tensor have fields 1 to 8 that the planner reads; later
-// fields are skipped, as protobuf keeps unknown ones aside. The varint fields
-// are read into a table by field number and typed at the end: no branch on the
-// field per value, and a field written twice keeps its last value, as in
-// protobuf.
-constexpr uint32_t kLastField = 8;
+// The fields the decoder reads, by their generated numbers.
+using Op = v1::Operator;
+using Ts = v1::Tensor;
+using Tr = v1::Trace;
 
+// Operator and Tensor have fields 1 to 8 that the planner reads (or that
+// are integers kept aside); later fields are skipped, as protobuf keeps
+// unknown ones aside. The varint fields are read into a table by field number
+// and typed at the end: no branch on the field per value, and a field written
+// twice keeps its last value, as in protobuf.
+constexpr uint32_t kLastField = 8;
+static_assert(Op::kMemoryTrafficBytesFieldNumber == kLastField &&
+                  Ts::kRecomputeForbiddenFieldNumber == kLastField,
+              "the tables cover every integer field of Operator and Tensor");
 bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
   WireReader in(bytes);
   uint64_t values[kLastField + 1] = {};
@@ -163,7 +122,7 @@ bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
   uint32_t wire_type = 0;
   while (!in.done()) {
     if (!in.Tag(field, wire_type)) return false;
-    if (field == 1) {
+    if (field == Op::kNameFieldNumber) {
       if (wire_type != kLengthDelimited || !in.Name(op.name_)) return false;
     } else if (field > kLastField) {
       if (!in.Skip(wire_type)) return false;  // a newer or runtime-only field
@@ -171,12 +130,13 @@ bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
       return false;
     }
   }
-  op.phase_ = Low32(values[2]);
-  op.kind_ = Low32(values[3]);
-  op.duration_ns_ = static_cast<int64_t>(values[4]);
-  op.block_index_ = Low32(values[5]);
-  op.workspace_bytes_ = static_cast<int64_t>(values[6]);
-  // 7 and 8, flops and memory_traffic_bytes, are not used by the planner.
+  op.phase_ = Low32(values[Op::kPhaseFieldNumber]);
+  op.kind_ = Low32(values[Op::kKindFieldNumber]);
+  op.duration_ns_ = static_cast<int64_t>(values[Op::kDurationNsFieldNumber]);
+  op.block_index_ = Low32(values[Op::kBlockIndexFieldNumber]);
+  op.workspace_bytes_ =
+      static_cast<int64_t>(values[Op::kWorkspaceBytesFieldNumber]);
+  // flops and memory_traffic_bytes are not used by the planner.
   return true;
 }
 
@@ -205,21 +165,22 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
   absl::string_view payload;
   while (!in.done()) {
     if (!in.Tag(field, wire_type)) return false;
-    if (field == 1) {
+    if (field == Ts::kNameFieldNumber) {
       if (wire_type != kLengthDelimited || !in.Name(t.name_)) return false;
-    } else if (field == 4 || field == 6) {
+    } else if (field == Ts::kUseOpsFieldNumber ||
+               field == Ts::kRecomputeInputsFieldNumber) {
       // Packed, and once: protobuf would append a second run.
-      bool& seen = field == 4 ? seen_uses : seen_inputs;
+      const bool uses = field == Ts::kUseOpsFieldNumber;
+      bool& seen = uses ? seen_uses : seen_inputs;
       if (wire_type != kLengthDelimited || seen || !in.Bytes(payload))
         return false;
       seen = true;
       const bool decoded =
-          field == 4
-              ? DecodePacked(payload, ints, t.use_ops_begin_, t.use_ops_count_)
-              : DecodePacked(payload, ints, t.recompute_inputs_begin_,
-                             t.recompute_inputs_count_);
+          uses ? DecodePacked(payload, ints, t.use_ops_begin_, t.use_ops_count_)
+               : DecodePacked(payload, ints, t.recompute_inputs_begin_,
+                              t.recompute_inputs_count_);
       if (!decoded) return false;
-    } else if (field == 9) {
+    } else if (field == Ts::kDtypeFieldNumber) {
       // dtype, for runtimes: skipped, but it must be UTF-8 as protobuf
       // requires of a string (else protobuf decides).
       if (wire_type != kLengthDelimited || !in.Bytes(payload) ||
@@ -232,11 +193,12 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
       return false;
     }
   }
-  t.size_bytes_ = static_cast<int64_t>(values[2]);
-  t.producer_op_ = Low32(values[3]);
-  t.recompute_duration_ns_ = static_cast<int64_t>(values[5]);
-  t.swap_forbidden_ = values[7] != 0;
-  t.recompute_forbidden_ = values[8] != 0;
+  t.size_bytes_ = static_cast<int64_t>(values[Ts::kSizeBytesFieldNumber]);
+  t.producer_op_ = Low32(values[Ts::kProducerOpFieldNumber]);
+  t.recompute_duration_ns_ =
+      static_cast<int64_t>(values[Ts::kRecomputeDurationNsFieldNumber]);
+  t.swap_forbidden_ = values[Ts::kSwapForbiddenFieldNumber] != 0;
+  t.recompute_forbidden_ = values[Ts::kRecomputeForbiddenFieldNumber] != 0;
   return true;
 }
 
@@ -252,10 +214,10 @@ bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace) {
     if (!in.Tag(field, wire_type) || wire_type != kLengthDelimited)
       return false;
     switch (field) {
-      case 1:
+      case Tr::kNameFieldNumber:
         if (!in.Name(trace.name_)) return false;
         break;
-      case 2:
+      case Tr::kOperatorsFieldNumber:
         // Past the limits, which conversion refuses anyway, the message is
         // left to protobuf, so that the view never grows without bound.
         if (!in.Bytes(payload) ||
@@ -263,7 +225,7 @@ bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace) {
             !DecodeOperator(payload, trace.operators_.emplace_back()))
           return false;
         break;
-      case 3:
+      case Tr::kTensorsFieldNumber:
         if (!in.Bytes(payload) ||
             trace.tensors_.size() > static_cast<size_t>(kMaxTensors) ||
             trace.ints_.size() > static_cast<size_t>(kMaxRelations) ||

@@ -1,9 +1,9 @@
-// File: trace_io.h
+// File: message_io.h
 //
 // Reading and writing slackswap.v1 messages (traces, plans, hardware) as files,
 // in binary protobuf or protobuf JSON.
-#ifndef SLACKSWAP_SIMULATOR_TRACE_IO_H_
-#define SLACKSWAP_SIMULATOR_TRACE_IO_H_
+#ifndef SLACKSWAP_SERVICE_MESSAGE_IO_H_
+#define SLACKSWAP_SERVICE_MESSAGE_IO_H_
 
 #include <string>
 
@@ -36,4 +36,4 @@ std::string ToJson(const google::protobuf::Message& message);
 
 }  // namespace slackswap
 
-#endif  // SLACKSWAP_SIMULATOR_TRACE_IO_H_
+#endif  // SLACKSWAP_SERVICE_MESSAGE_IO_H_

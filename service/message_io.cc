@@ -1,4 +1,4 @@
-#include "simulator/trace_io.h"
+#include "service/message_io.h"
 
 #include <fstream>
 #include <sstream>

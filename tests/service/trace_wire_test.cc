@@ -1,7 +1,7 @@
 // TraceFromWire against protobuf's parser and TraceFromProto: whenever the
 // wire decoder answers, it answers exactly as they do; everything else it
 // leaves to them.
-#include "simulator/trace_wire.h"
+#include "service/trace_wire.h"
 
 #include <cstdint>
 #include <optional>
@@ -13,54 +13,16 @@
 #include "base/field_violations.h"
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
+#include "service/trace_convert.h"
+#include "service/wire_convert.h"
 #include "simulator/hardware.h"
-#include "simulator/proto_convert.h"
 #include "simulator/workload.h"
 #include "tests/simulator/test_traces.h"
 
 namespace slackswap {
 namespace {
 
-bool SameCsr(const Csr& a, const Csr& b) {
-  return a.begin == b.begin && a.items == b.items;
-}
-
-// Every field of the compact trace.
-void ExpectSameTrace(const Trace& a, const Trace& b) {
-  EXPECT_EQ(a.name, b.name);
-  ASSERT_EQ(a.ops.size(), b.ops.size());
-  for (size_t i = 0; i < a.ops.size(); ++i) {
-    EXPECT_EQ(a.ops[i].duration_ns, b.ops[i].duration_ns) << i;
-    EXPECT_EQ(a.ops[i].workspace_bytes, b.ops[i].workspace_bytes) << i;
-    EXPECT_EQ(a.ops[i].block_index, b.ops[i].block_index) << i;
-    EXPECT_EQ(a.ops[i].phase, b.ops[i].phase) << i;
-    EXPECT_EQ(a.ops[i].kind, b.ops[i].kind) << i;
-  }
-  ASSERT_EQ(a.tensors.size(), b.tensors.size());
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    const Tensor& x = a.tensors[i];
-    const Tensor& y = b.tensors[i];
-    EXPECT_EQ(x.size_bytes, y.size_bytes) << i;
-    EXPECT_EQ(x.recompute_ns, y.recompute_ns) << i;
-    EXPECT_EQ(x.producer_op, y.producer_op) << i;
-    EXPECT_EQ(x.last_forward_use, y.last_forward_use) << i;
-    EXPECT_EQ(x.first_backward_use, y.first_backward_use) << i;
-    EXPECT_EQ(x.last_backward_use, y.last_backward_use) << i;
-    EXPECT_EQ(x.swap_forbidden, y.swap_forbidden) << i;
-    EXPECT_EQ(x.recompute_forbidden, y.recompute_forbidden) << i;
-  }
-  EXPECT_TRUE(SameCsr(a.uses, b.uses));
-  EXPECT_TRUE(SameCsr(a.reads, b.reads));
-  EXPECT_TRUE(SameCsr(a.produces, b.produces));
-  EXPECT_TRUE(SameCsr(a.recompute_inputs, b.recompute_inputs));
-  EXPECT_TRUE(SameCsr(a.recompute_dependents, b.recompute_dependents));
-  EXPECT_EQ(a.recompute_topological_order, b.recompute_topological_order);
-  EXPECT_EQ(a.op_allocation_bytes, b.op_allocation_bytes);
-  EXPECT_EQ(a.num_forward_ops, b.num_forward_ops);
-  EXPECT_EQ(a.num_backward_ops, b.num_backward_ops);
-  EXPECT_EQ(a.ideal_ns, b.ideal_ns);
-  EXPECT_EQ(a.total_tensor_bytes, b.total_tensor_bytes);
-}
+using testing::ExpectSameTrace;
 
 // Checks TraceFromWire(bytes) against parsing and TraceFromProto; returns
 // whether the wire decoder answered.
@@ -88,7 +50,8 @@ bool ExpectAgreesWithProtobuf(const std::string& bytes) {
 std::string Generated(const std::string& preset, int layers) {
   WorkloadSpec spec = *WorkloadPreset(preset);
   if (layers > 0) spec.layers = layers;
-  return GenerateTrace(spec, *HardwarePreset("a100"))->SerializeAsString();
+  return TraceSpecToProto(*GenerateTrace(spec, *HardwarePreset("a100")))
+      .SerializeAsString();
 }
 
 TEST(TraceWireTest, DecodesGeneratedTracesLikeProtobuf) {
@@ -104,13 +67,13 @@ TEST(TraceWireTest, DecodesGeneratedTracesLikeProtobuf) {
 }
 
 TEST(TraceWireTest, InvalidTracesGetTheSameFieldViolations) {
-  const v1::Trace valid = *GenerateTrace(
+  const v1::Trace valid = TraceSpecToProto(*GenerateTrace(
       [] {
         WorkloadSpec spec = *WorkloadPreset("llama-7b");
         spec.layers = 2;
         return spec;
       }(),
-      *HardwarePreset("a100"));
+      *HardwarePreset("a100")));
   const std::vector<void (*)(v1::Trace&)> breakages = {
       [](v1::Trace& t) { t.mutable_operators(1)->set_duration_ns(-5); },
       [](v1::Trace& t) {

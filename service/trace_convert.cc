@@ -1,0 +1,129 @@
+#include "service/trace_convert.h"
+
+#include "service/trace_wire.h"
+#include "simulator/trace_validation.h"
+
+namespace slackswap {
+namespace {
+
+// The wire form's enums, for the parsed message and the decoder's view alike
+// (both give v1::Phase and v1::OpKind).
+struct ProtoForm {
+  template <typename Operator>
+  static std::optional<Phase> PhaseOf(const Operator& op) {
+    return PhaseFromProto(op.phase());
+  }
+  template <typename Operator>
+  static bool KindIsValid(const Operator& op) {
+    return KindFromProto(op.kind()).has_value();
+  }
+  template <typename Operator>
+  static OpKind KindOf(const Operator& op) {
+    return KindFromProto(op.kind()).value_or(OpKind::kOther);
+  }
+};
+
+struct KindPair {
+  OpKind kind;
+  v1::OpKind proto;
+};
+
+// OP_KIND_UNSPECIFIED reads as "other" too.
+constexpr KindPair kKinds[] = {
+    {OpKind::kOther, v1::OP_KIND_OTHER},
+    {OpKind::kMatmul, v1::OP_KIND_MATMUL},
+    {OpKind::kAttention, v1::OP_KIND_ATTENTION},
+    {OpKind::kConv, v1::OP_KIND_CONV},
+    {OpKind::kElementwise, v1::OP_KIND_ELEMENTWISE},
+    {OpKind::kNormalization, v1::OP_KIND_NORMALIZATION},
+    {OpKind::kDropout, v1::OP_KIND_DROPOUT},
+    {OpKind::kPooling, v1::OP_KIND_POOLING},
+    {OpKind::kEmbedding, v1::OP_KIND_EMBEDDING},
+    {OpKind::kLoss, v1::OP_KIND_LOSS},
+    {OpKind::kOptimizer, v1::OP_KIND_OPTIMIZER},
+    {OpKind::kOther, v1::OP_KIND_UNSPECIFIED},
+};
+
+}  // namespace
+
+std::optional<Phase> PhaseFromProto(v1::Phase phase) {
+  switch (phase) {
+    case v1::PHASE_FORWARD:
+      return Phase::kForward;
+    case v1::PHASE_BACKWARD:
+      return Phase::kBackward;
+    case v1::PHASE_OPTIMIZER:
+      return Phase::kOptimizer;
+    default:
+      return std::nullopt;
+  }
+}
+
+v1::Phase PhaseToProto(Phase phase) {
+  switch (phase) {
+    case Phase::kForward:
+      return v1::PHASE_FORWARD;
+    case Phase::kBackward:
+      return v1::PHASE_BACKWARD;
+    case Phase::kOptimizer:
+      return v1::PHASE_OPTIMIZER;
+  }
+  return v1::PHASE_UNSPECIFIED;
+}
+
+std::optional<OpKind> KindFromProto(v1::OpKind kind) {
+  for (const KindPair& p : kKinds) {
+    if (p.proto == kind) return p.kind;
+  }
+  return std::nullopt;
+}
+
+v1::OpKind KindToProto(OpKind kind) {
+  for (const KindPair& p : kKinds) {
+    if (p.kind == kind) return p.proto;
+  }
+  return v1::OP_KIND_UNSPECIFIED;
+}
+
+absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
+  return trace_validation::Validate<ProtoForm>(proto);
+}
+
+std::optional<absl::StatusOr<Trace>> TraceFromWire(absl::string_view bytes) {
+  WireTrace wire;
+  if (!DecodeWireTrace(bytes, wire)) return std::nullopt;
+  return trace_validation::Validate<ProtoForm>(wire);
+}
+
+v1::Trace TraceSpecToProto(const TraceSpec& spec) {
+  v1::Trace proto;
+  proto.set_name(spec.name);
+  proto.mutable_operators()->Reserve(static_cast<int>(spec.operators.size()));
+  for (const OperatorSpec& op : spec.operators) {
+    v1::Operator* out = proto.add_operators();
+    out->set_name(op.name);
+    out->set_phase(PhaseToProto(op.phase));
+    out->set_kind(KindToProto(op.kind));
+    out->set_duration_ns(op.duration_ns);
+    out->set_block_index(op.block_index);
+    out->set_workspace_bytes(op.workspace_bytes);
+    out->set_flops(op.flops);
+    out->set_memory_traffic_bytes(op.memory_traffic_bytes);
+  }
+  proto.mutable_tensors()->Reserve(static_cast<int>(spec.tensors.size()));
+  for (const TensorSpec& t : spec.tensors) {
+    v1::Tensor* out = proto.add_tensors();
+    out->set_name(t.name);
+    out->set_size_bytes(t.size_bytes);
+    out->set_producer_op(t.producer_op);
+    out->mutable_use_ops()->Add(t.use_ops.begin(), t.use_ops.end());
+    out->set_recompute_duration_ns(t.recompute_duration_ns);
+    out->mutable_recompute_inputs()->Add(t.recompute_inputs.begin(),
+                                         t.recompute_inputs.end());
+    out->set_swap_forbidden(t.swap_forbidden);
+    out->set_recompute_forbidden(t.recompute_forbidden);
+  }
+  return proto;
+}
+
+}  // namespace slackswap

@@ -1,0 +1,379 @@
+#include "service/wire_convert.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/field_violations.h"
+#include "base/status_macros.h"
+#include "simulator/trace_limits.h"
+#include "simulator/trace_validation.h"
+
+namespace slackswap {
+
+using trace_validation::CheckQuantity;
+using trace_validation::Path;
+
+absl::StatusOr<Hardware> HardwareFromProto(const v1::Hardware& proto) {
+  FieldViolations v;
+  if (proto.name().size() > kMaxNameBytes)
+    v.Add("hardware.name", "longer than 256 bytes");
+  if (proto.d2h_bytes_per_second() <= 0)
+    v.Add("hardware.d2h_bytes_per_second", "must be > 0");
+  if (proto.h2d_bytes_per_second() <= 0)
+    v.Add("hardware.h2d_bytes_per_second", "must be > 0");
+  CheckQuantity(v, "hardware.transfer_latency_ns", proto.transfer_latency_ns(),
+                "ns");
+  CheckQuantity(v, "hardware.gpu_memory_bytes", proto.gpu_memory_bytes(),
+                "bytes");
+  CheckQuantity(v, "hardware.host_pinned_memory_bytes",
+                proto.host_pinned_memory_bytes(), "bytes");
+  if (proto.matmul_flops_per_second() < 0) {
+    v.Add("hardware.matmul_flops_per_second", "must be >= 0");
+  }
+  if (proto.hbm_bytes_per_second() < 0)
+    v.Add("hardware.hbm_bytes_per_second", "must be >= 0");
+  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  Hardware h;
+  h.name = proto.name();
+  h.d2h_bytes_per_second = proto.d2h_bytes_per_second();
+  h.h2d_bytes_per_second = proto.h2d_bytes_per_second();
+  h.transfer_latency_ns = proto.transfer_latency_ns();
+  h.gpu_memory_bytes = proto.gpu_memory_bytes();
+  h.host_pinned_memory_bytes = proto.host_pinned_memory_bytes();
+  h.matmul_flops_per_second = proto.matmul_flops_per_second();
+  h.hbm_bytes_per_second = proto.hbm_bytes_per_second();
+  return h;
+}
+
+v1::Hardware HardwareToProto(const Hardware& h) {
+  v1::Hardware proto;
+  proto.set_name(h.name);
+  proto.set_d2h_bytes_per_second(h.d2h_bytes_per_second);
+  proto.set_h2d_bytes_per_second(h.h2d_bytes_per_second);
+  proto.set_transfer_latency_ns(h.transfer_latency_ns);
+  proto.set_gpu_memory_bytes(h.gpu_memory_bytes);
+  proto.set_host_pinned_memory_bytes(h.host_pinned_memory_bytes);
+  proto.set_matmul_flops_per_second(h.matmul_flops_per_second);
+  proto.set_hbm_bytes_per_second(h.hbm_bytes_per_second);
+  return proto;
+}
+
+absl::StatusOr<int64_t> ResolveBudget(const Trace& trace,
+                                      const v1::Budget& budget) {
+  switch (budget.limit_case()) {
+    case v1::Budget::kBytes:
+      if (budget.bytes() < 0)
+        return InvalidField("budget.bytes", "must be >= 0");
+      return budget.bytes();
+    case v1::Budget::kFractionOfPeak: {
+      const double f = budget.fraction_of_peak();
+      if (!std::isfinite(f) || f <= 0 || f > 1e6) {
+        return InvalidField("budget.fraction_of_peak", "must be in (0, 1e6]");
+      }
+      const long double bytes =
+          std::floor(static_cast<long double>(f) * AllKeepPeakBytes(trace));
+      if (bytes >= static_cast<long double>(kMaxQuantity))
+        return kUnlimitedBytes;
+      return static_cast<int64_t>(bytes);
+    }
+    case v1::Budget::kUnlimited:
+      if (!budget.unlimited())
+        return InvalidField("budget.unlimited", "must be true when set");
+      return kUnlimitedBytes;
+    default:
+      return InvalidField("budget",
+                          "required: set bytes, fraction_of_peak or unlimited");
+  }
+}
+
+absl::StatusOr<Plan> PlanFromProto(const Trace& trace, const v1::Plan& proto) {
+  if (proto.tensors_size() != trace.num_tensors()) {
+    return InvalidField(
+        "plan.tensors",
+        absl::StrCat("has ", proto.tensors_size(), " entries; the trace has ",
+                     trace.num_tensors(), " tensors"));
+  }
+  FieldViolations v;
+  Plan plan;
+  plan.decisions.resize(proto.tensors_size());
+  plan.prefetch_issue_op.resize(proto.tensors_size());
+  for (int i = 0; i < proto.tensors_size() && !v.full(); ++i) {
+    const v1::TensorPlan& tp = proto.tensors(i);
+    switch (tp.decision()) {
+      case v1::DECISION_KEEP:
+        plan.decisions[i] = Decision::kKeep;
+        break;
+      case v1::DECISION_SWAP:
+        plan.decisions[i] = Decision::kSwap;
+        break;
+      case v1::DECISION_RECOMPUTE:
+        plan.decisions[i] = Decision::kRecompute;
+        break;
+      default:
+        v.Add(Path("plan.tensors", i, "decision"),
+              "must be DECISION_KEEP, DECISION_SWAP or DECISION_RECOMPUTE");
+    }
+    plan.prefetch_issue_op[i] = tp.prefetch_issue_op();
+  }
+  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  return plan;
+}
+
+v1::Plan PlanToProto(const Plan& plan, const Schedule& schedule) {
+  v1::Plan proto;
+  for (size_t t = 0; t < plan.decisions.size(); ++t) {
+    v1::TensorPlan* tp = proto.add_tensors();
+    switch (plan.decisions[t]) {
+      case Decision::kKeep:
+        tp->set_decision(v1::DECISION_KEEP);
+        break;
+      case Decision::kSwap:
+        tp->set_decision(v1::DECISION_SWAP);
+        tp->set_prefetch_issue_op(plan.prefetch_issue_op[t]);
+        break;
+      case Decision::kRecompute:
+        tp->set_decision(v1::DECISION_RECOMPUTE);
+        break;
+    }
+  }
+  for (int32_t t : schedule.offload_order) proto.add_offload_order(t);
+  for (int32_t t : schedule.prefetch_order) {
+    v1::Prefetch* p = proto.add_prefetches();
+    p->set_tensor(t);
+    p->set_issue_op(plan.prefetch_issue_op[t]);
+    p->set_need_op(schedule.need_op[t]);
+  }
+  for (int32_t o = 0; o < schedule.rebuilds.rows(); ++o) {
+    if (schedule.rebuilds.Row(o).empty()) continue;
+    v1::RebuildPoint* point = proto.add_rebuild_points();
+    point->set_before_op(o);
+    for (int32_t t : schedule.rebuilds.Row(o)) point->add_tensors(t);
+  }
+  return proto;
+}
+
+v1::Metrics MetricsToProto(const SimulationResult& r) {
+  v1::Metrics m;
+  m.set_outcome(r.feasible ? v1::SIMULATION_OUTCOME_COMPLETED
+                           : v1::SIMULATION_OUTCOME_INFEASIBLE);
+  if (!r.feasible) {
+    v1::Infeasibility* why = m.mutable_infeasibility();
+    why->set_op(r.infeasibility.op);
+    why->set_rebuild_tensor(r.infeasibility.rebuild_tensor);
+    switch (r.infeasibility.waiting_for) {
+      case WaitCause::kMemory:
+        why->set_waiting_for(v1::WAIT_CAUSE_MEMORY);
+        break;
+      case WaitCause::kPrefetch:
+        why->set_waiting_for(v1::WAIT_CAUSE_PREFETCH);
+        break;
+      case WaitCause::kBarrier:
+        why->set_waiting_for(v1::WAIT_CAUSE_BARRIER);
+        break;
+      case WaitCause::kNone:
+        break;
+    }
+    why->set_bytes_needed(r.infeasibility.bytes_needed);
+    why->set_bytes_resident(r.infeasibility.bytes_resident);
+    why->set_budget_bytes(r.budget_bytes);
+    why->set_reason(r.infeasibility.reason);
+  }
+  m.set_iteration_ns(r.iteration_ns);
+  m.set_ideal_ns(r.ideal_ns);
+  m.set_throughput_ratio(r.throughput_ratio);
+  m.set_prefetch_wait_ns(r.prefetch_wait_ns);
+  m.set_memory_wait_ns(r.memory_wait_ns);
+  m.set_barrier_wait_ns(r.barrier_wait_ns);
+  m.set_recompute_ns(r.recompute_ns);
+  m.set_swapped_bytes(r.swapped_bytes);
+  m.set_recomputed_bytes(r.recomputed_bytes);
+  m.set_kept_bytes(r.kept_bytes);
+  m.set_peak_resident_bytes(r.peak_resident_bytes);
+  m.set_budget_bytes(r.budget_bytes);
+  m.set_d2h_busy_ns(r.d2h_busy_ns);
+  m.set_h2d_busy_ns(r.h2d_busy_ns);
+  m.set_forward_end_ns(r.forward_end_ns);
+  m.set_last_offload_lag_ns(r.last_offload_lag_ns);
+  return m;
+}
+
+v1::Timeline TimelineToProto(const SimulationResult& r) {
+  v1::Timeline timeline;
+  for (const TimelineEvent& e : r.timeline) {
+    v1::TimelineEvent* out = timeline.add_events();
+    switch (e.kind) {
+      case TimelineKind::kOp:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_OP);
+        break;
+      case TimelineKind::kRebuild:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_REBUILD);
+        break;
+      case TimelineKind::kOffload:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_OFFLOAD);
+        break;
+      case TimelineKind::kPrefetch:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_PREFETCH);
+        break;
+    }
+    out->set_index(e.index);
+    out->set_start_ns(e.start_ns);
+    out->set_end_ns(e.end_ns);
+    out->set_resident_bytes(e.resident_bytes);
+  }
+  return timeline;
+}
+
+absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
+    const v1::PlannerOptions& proto) {
+  FieldViolations v;
+  PlannerOptions options;
+  if (proto.has_guard_fraction()) {
+    const double g = proto.guard_fraction();
+    if (!std::isfinite(g) || g < 0 || g > 0.9) {
+      v.Add("options.guard_fraction", "must be in [0, 0.9]");
+    } else {
+      options.guard_fraction = g;
+    }
+  }
+  switch (proto.ranking()) {
+    case v1::SWAP_RANKING_UNSPECIFIED:
+    case v1::SWAP_RANKING_RECOMPUTE_COST_PER_BYTE:
+      options.ranking = SwapRanking::kRecomputeCostPerByte;
+      break;
+    case v1::SWAP_RANKING_PRODUCTION_ORDER:
+      options.ranking = SwapRanking::kProductionOrder;
+      break;
+    default:
+      v.Add("options.ranking", "unknown value");
+  }
+  if (proto.has_link_budget_pass())
+    options.link_budget_pass = proto.link_budget_pass();
+  options.per_layer_barriers = proto.per_layer_barriers();
+  if (proto.has_max_repair_iterations()) {
+    if (proto.max_repair_iterations() < 1 ||
+        proto.max_repair_iterations() > 1000) {
+      v.Add("options.max_repair_iterations", "must be in [1, 1000]");
+    } else {
+      options.max_repair_iterations = proto.max_repair_iterations();
+    }
+  }
+  options.linear_program_bound = proto.linear_program_bound();
+  if (!v.empty()) return v.ToStatus();
+  return options;
+}
+
+v1::PlanningReport PlanningReportToProto(const Trace& trace,
+                                         const PlanningResult& result) {
+  v1::PlanningReport report;
+  report.set_outcome(result.feasible ? v1::PLAN_OUTCOME_PLANNED
+                                     : v1::PLAN_OUTCOME_INFEASIBLE);
+  report.set_reason(result.reason);
+  *report.mutable_plan() =
+      PlanToProto(result.plan, DeriveSchedule(trace, result.plan));
+  *report.mutable_metrics() = MetricsToProto(result.replay);
+  report.set_lower_bound_ns(result.lower_bound.iteration_ns);
+  report.set_lower_bound_source(result.lower_bound.source ==
+                                        BoundSource::kLinearProgram
+                                    ? v1::LOWER_BOUND_SOURCE_LINEAR_PROGRAM
+                                    : v1::LOWER_BOUND_SOURCE_FAST);
+  report.set_proven_floor_bytes(result.proven_floor_bytes);
+  report.set_smallest_planned_budget_bytes(
+      result.smallest_planned_budget_bytes);
+  report.set_gap_to_lower_bound(result.GapToLowerBound());
+  v1::PlannerStatistics* stats = report.mutable_statistics();
+  stats->set_swaps_admitted(result.stats.swaps_admitted);
+  stats->set_recomputes_marked(result.stats.recomputes_marked);
+  stats->set_blocks_recomputed(result.stats.blocks_recomputed);
+  stats->set_repair_iterations(result.stats.repair_iterations);
+  stats->set_repairs(result.stats.repairs);
+  return report;
+}
+
+namespace {
+
+struct PolicyPair {
+  Policy policy;
+  v1::Policy proto;
+};
+
+constexpr PolicyPair kPolicies[] = {
+    {Policy::kIdeal, v1::POLICY_IDEAL},
+    {Policy::kSlackSwap, v1::POLICY_SLACKSWAP},
+    {Policy::kSlackSwapProductionOrder, v1::POLICY_SLACKSWAP_PRODUCTION_ORDER},
+    {Policy::kSlackSwapNoLinkBudget, v1::POLICY_SLACKSWAP_NO_LINK_BUDGET},
+    {Policy::kSlackSwapBarriers, v1::POLICY_SLACKSWAP_BARRIERS},
+    {Policy::kVdnn, v1::POLICY_VDNN},
+    {Policy::kSuperNeurons, v1::POLICY_SUPERNEURONS},
+    {Policy::kSwapAdvisor, v1::POLICY_SWAPADVISOR},
+    {Policy::kCheckpointing, v1::POLICY_CHECKPOINTING},
+    {Policy::kGeneticSearch, v1::POLICY_GENETIC_SEARCH},
+    {Policy::kOptimum, v1::POLICY_OPTIMUM},
+};
+
+}  // namespace
+
+v1::Policy PolicyToProto(Policy policy) {
+  for (const PolicyPair& p : kPolicies) {
+    if (p.policy == policy) return p.proto;
+  }
+  return v1::POLICY_UNSPECIFIED;
+}
+
+absl::StatusOr<Policy> PolicyFromProto(v1::Policy policy,
+                                       absl::string_view field) {
+  for (const PolicyPair& p : kPolicies) {
+    if (p.proto == policy) return p.policy;
+  }
+  return InvalidField(field,
+                      "must be a known policy other than POLICY_UNSPECIFIED");
+}
+
+v1::FrontierPoint FrontierPointToProto(const FrontierPoint& point,
+                                       int64_t peak) {
+  v1::FrontierPoint p;
+  p.set_budget_bytes(point.budget_bytes);
+  p.set_budget_fraction_of_peak(
+      peak > 0 ? static_cast<double>(point.budget_bytes) / peak : 0);
+  p.set_outcome(point.planned ? v1::PLAN_OUTCOME_PLANNED
+                              : v1::PLAN_OUTCOME_INFEASIBLE);
+  if (point.planned) {
+    p.set_throughput_ratio(point.throughput_ratio);
+    p.set_iteration_ns(point.iteration_ns);
+    p.set_swapped_bytes(point.swapped_bytes);
+    p.set_recomputed_bytes(point.recomputed_bytes);
+  }
+  return p;
+}
+
+v1::TraceSummary TraceSummaryToProto(const TraceSummary& s) {
+  v1::TraceSummary summary;
+  summary.set_saved_bytes(s.saved_bytes);
+  summary.set_forward_flops(s.forward_flops);
+  summary.set_forward_ns(s.forward_ns);
+  summary.set_ideal_ns(s.iteration_ns);
+  summary.set_flops_per_saved_byte(s.flops_per_saved_byte);
+  summary.set_hideable_fraction(s.hideable_fraction);
+  return summary;
+}
+
+v1::Precision PrecisionToProto(Precision precision) {
+  switch (precision) {
+    case Precision::kBf16:
+      return v1::PRECISION_BF16;
+    case Precision::kFp16:
+      return v1::PRECISION_FP16;
+    case Precision::kFp32:
+      return v1::PRECISION_FP32;
+  }
+  return v1::PRECISION_UNSPECIFIED;
+}
+
+std::optional<Precision> PrecisionFromProto(int precision) {
+  for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kFp32}) {
+    if (precision == PrecisionToProto(p)) return p;
+  }
+  return std::nullopt;
+}
+
+}  // namespace slackswap

@@ -15,4 +15,14 @@ absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
   return buffer.str();
 }
 
+absl::Status WriteFileBytes(const std::string& path, absl::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat("short write to ", path));
+  return absl::OkStatus();
+}
+
 }  // namespace slackswap

@@ -37,14 +37,6 @@ int ExitFor(const absl::Status& status, int exit_code) {
   return exit_code;
 }
 
-std::string Gigabytes(int64_t bytes) {
-  if (bytes == kUnlimitedBytes) return "unlimited";
-  return absl::StrFormat("%.2f GB", static_cast<double>(bytes) / 1e9);
-}
-std::string Millis(int64_t ns) {
-  return absl::StrFormat("%.2f ms", static_cast<double>(ns) / 1e6);
-}
-
 void PrintMetrics(const Inputs& in, const std::string& policy,
                   const v1::Metrics& m) {
   const int64_t peak = AllKeepPeakBytes(in.trace);
@@ -83,15 +75,6 @@ void PrintMetrics(const Inputs& in, const std::string& policy,
       Gigabytes(m.swapped_bytes()), Gigabytes(m.recomputed_bytes()),
       Gigabytes(m.peak_resident_bytes()), Millis(m.d2h_busy_ns()),
       Millis(m.h2d_busy_ns()), OffloadLag(m));
-}
-
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return absl::PermissionDeniedError("cannot write " + path);
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok)
-    return absl::DataLossError("short write to " + path);
-  return absl::OkStatus();
 }
 
 }  // namespace slackswap

@@ -1,7 +1,8 @@
 // File: cli_output.h
 //
 // What the slackswap command prints: exit statuses and error messages (one
-// mapping for every command), sizes and times, a plan's metrics.
+// mapping for every command) and a plan's metrics; sizes and times are
+// text_format.h's.
 #ifndef SLACKSWAP_CLIENT_CLI_OUTPUT_H_
 #define SLACKSWAP_CLIENT_CLI_OUTPUT_H_
 
@@ -10,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "client/cli_inputs.h"
+#include "client/text_format.h"
 #include "slackswap/v1/simulation.pb.h"
 
 namespace slackswap {
@@ -23,16 +25,9 @@ inline constexpr int kFailureExit = 1;
 // carries more than one) to stderr; returns `exit_code`.
 int ExitFor(const absl::Status& status, int exit_code);
 
-// "12.34 GB" ("unlimited" for kUnlimitedBytes); "1.23 ms".
-std::string Gigabytes(int64_t bytes);
-std::string Millis(int64_t ns);
-
 // The metrics block that simulate and plan print.
 void PrintMetrics(const Inputs& in, const std::string& policy,
                   const v1::Metrics& m);
-
-// Writes `text` to `path`, replacing it.
-absl::Status WriteText(const std::string& path, const std::string& text);
 
 }  // namespace slackswap
 

@@ -4,6 +4,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "base/file.h"
 #include "client/chrome_trace.h"
 #include "client/cli_commands.h"
 #include "client/cli_flags.h"
@@ -113,10 +114,10 @@ int SimulateCommand(Backend& backend) {
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   if (request.include_timeline()) {
-    absl::Status written =
-        WriteText(absl::GetFlag(FLAGS_timeline),
-                  ChromeTraceJson(inputs->trace_proto, response->timeline(),
-                                  response->metrics().iteration_ns()));
+    absl::Status written = WriteFileBytes(
+        absl::GetFlag(FLAGS_timeline),
+        ChromeTraceJson(inputs->trace_proto, response->timeline(),
+                        response->metrics().iteration_ns()));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   if (absl::GetFlag(FLAGS_json)) {

@@ -1,19 +1,22 @@
 #include "client/report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/file.h"
 #include "base/status_macros.h"
+#include "client/paper_figures.h"
+#include "client/report_text.h"
 #include "client/svg_plot.h"
+#include "client/text_format.h"
 #include "planner/frontier.h"
 #include "planner/lower_bound.h"
 #include "planner/optimality.h"
@@ -63,11 +66,22 @@ const char* kComparedLabels[] = {"SlackSwap", "vDNN", "SuperNeurons",
 std::string Pct(const Cell& c) {
   return c.ok() ? absl::StrFormat("%.1f", c.percent()) : "infeasible";
 }
-std::string Ms(int64_t ns) {
-  return absl::StrFormat("%.1f", static_cast<double>(ns) / 1e6);
+// A paper figure as the paper writes it: `decimals` places, and "1,105"
+// for thousands.
+std::string Figure(double value, int decimals = 0) {
+  std::string text = absl::StrFormat("%.*f", decimals, value);
+  const size_t point = text.find('.');
+  for (int i =
+           static_cast<int>(point == std::string::npos ? text.size() : point) -
+           3;
+       i > 0; i -= 3) {
+    text.insert(static_cast<size_t>(i), ",");
+  }
+  return text;
 }
-std::string Gb(int64_t bytes) {
-  return absl::StrFormat("%.1f", static_cast<double>(bytes) / 1e9);
+std::string Figure(paper::Range range, int decimals = 0) {
+  return absl::StrCat(Figure(range.lo, decimals), "-",
+                      Figure(range.hi, decimals));
 }
 
 class Report {
@@ -80,12 +94,12 @@ class Report {
     // The report bounds every plan with the linear program too.
     policy_options_.slackswap.linear_program_bound = true;
     if (options.quick) {
-      models_ = {{"llama-7b", "Llama-7B (4 layers)", 99.6}};
+      models_ = {{"llama-7b", "Llama-7B (4 layers)", paper::kLlama7bAt50}};
       budgets_ = {30, 50};
     } else {
-      models_ = {{"bert-large", "BERT-Large", 96.3},
-                 {"gpt2-xl", "GPT-2 XL", 97.6},
-                 {"llama-7b", "Llama-7B", 99.6}};
+      models_ = {{"bert-large", "BERT-Large", paper::kBertLargeAt50},
+                 {"gpt2-xl", "GPT-2 XL", paper::kGpt2XlAt50},
+                 {"llama-7b", "Llama-7B", paper::kLlama7bAt50}};
       budgets_ = {30, 40, 50, 60, 70, 80, 90};
     }
   }
@@ -206,15 +220,7 @@ absl::StatusOr<const Cell*> Report::BestBaseline(const Workload& w,
 }
 
 absl::Status Report::Throughput() {
-  absl::StrAppend(
-      &md_,
-      "## 1. Throughput against the memory budget\n\n"
-      "Percent of ideal throughput (ideal iteration time / planned iteration "
-      "time) "
-      "at each budget, as a fraction of the all-keep peak, on the A100 preset "
-      "(the "
-      "paper's Figure 4). \"vs best\" is SlackSwap's throughput over the best "
-      "baseline's.\n\n");
+  absl::StrAppend(&md_, report_text::kThroughputIntro);
   for (const Model& m : models_) {
     SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
     absl::StrAppend(&md_, "### ", m.label, "\n\n| Budget | ",
@@ -246,10 +252,16 @@ absl::Status Report::Throughput() {
               ? absl::StrFormat("%.2fx", ss->percent() / best->percent())
               : "-");
       std::string paper = "";
-      if (b == 50) paper = absl::StrFormat("%.1f (1.10-1.11x)", m.paper_at_50);
-      if (b == 30) paper = "89.7-97.0 (1.07-1.16x)";
+      if (b == 50) {
+        paper = absl::StrCat(Figure(m.paper_at_50, 1), " (",
+                             Figure(paper::kRatioToBestAt50, 2), "x)");
+      }
+      if (b == 30) {
+        paper = absl::StrCat(Figure(paper::kSlackSwapAt30, 1), " (",
+                             Figure(paper::kRatioToBestAt30, 2), "x)");
+      }
       row.push_back(paper);
-      absl::StrAppend(&md_, "| ", absl::StrJoin(row, " | "), " |\n");
+      absl::StrAppend(&md_, MarkdownRow(row));
       // Invariant: SlackSwap at least as fast as every baseline.
       for (Policy p : BaselinePolicies()) {
         SLACKSWAP_ASSIGN_OR_RETURN(const Cell* c, Cached(p, *w, b));
@@ -273,14 +285,15 @@ absl::Status Report::Throughput() {
         &md_, "### ", m.label,
         " at 50%: the paper's baseline figures\n\n| Policy | Ours | Paper | "
         "Difference (points) |\n|---|---|---|---|\n");
-    const std::pair<Policy, double> paper[] = {{Policy::kVdnn, 36},
-                                               {Policy::kSuperNeurons, 66},
-                                               {Policy::kSwapAdvisor, 43}};
-    for (const auto& [p, figure] : paper) {
+    const std::pair<Policy, double> figures[] = {
+        {Policy::kVdnn, paper::kVdnnGpt2XlAt50},
+        {Policy::kSuperNeurons, paper::kSuperNeuronsGpt2XlAt50},
+        {Policy::kSwapAdvisor, paper::kSwapAdvisorGpt2XlAt50}};
+    for (const auto& [p, figure] : figures) {
       SLACKSWAP_ASSIGN_OR_RETURN(const Cell* c, Cached(p, *w, 50));
       const double diff = c->ok() ? c->percent() - figure : -figure;
-      absl::StrAppend(&md_, "| ", PolicyName(p), " | ", Pct(*c), " | ", figure,
-                      " | ", absl::StrFormat("%+.1f", diff), " |\n");
+      absl::StrAppend(&md_, MarkdownRow({PolicyName(p), Pct(*c), Figure(figure),
+                                         absl::StrFormat("%+.1f", diff)}));
       if (std::abs(diff) > 7 && !options_.quick) {
         bars_.push_back(absl::StrCat(
             "DEVIATION: ", PolicyName(p), " lands ",
@@ -297,19 +310,19 @@ absl::Status Report::Throughput() {
 absl::Status Report::WhereTimeGoes() {
   absl::StrAppend(
       &md_,
-      "## 2. Where the time goes\n\n"
-      "Step time, and the shares of it spent recomputing and stalled "
-      "(prefetch, "
-      "memory and barrier waits), at 40% and 50% of peak.\n\n"
-      "Paper: GPT-2 XL at 50%: SlackSwap 409 ms against 399 ms ideal, vDNN "
-      "1,105 "
-      "ms, block checkpointing re-runs 13% of the step. At 40%: SlackSwap "
-      "recomputes 5.3% (GPT-2 XL) and 0.8% (Llama-7B) of the step, stalls "
-      "below "
-      "0.1%.\n\n"
-      "| Model | Budget | Policy | Step (ms) | Ideal (ms) | Recompute share | "
-      "Stall "
-      "share |\n|---|---|---|---|---|---|---|\n");
+      absl::StrReplaceAll(
+          report_text::kWhereTimeGoesIntro,
+          {
+              {"{step_ms}", Figure(paper::kSlackSwapGpt2XlStepMsAt50)},
+              {"{ideal_ms}", Figure(paper::kGpt2XlIdealStepMs)},
+              {"{vdnn_ms}", Figure(paper::kVdnnGpt2XlStepMsAt50)},
+              {"{checkpointing_share}",
+               Figure(paper::kCheckpointingRerunShareAt50)},
+              {"{gpt_recompute}", Figure(paper::kGpt2XlRecomputeShareAt40, 1)},
+              {"{llama_recompute}",
+               Figure(paper::kLlama7bRecomputeShareAt40, 1)},
+              {"{stall}", Figure(paper::kStallShareBoundAt40, 1)},
+          }));
   for (const Model& m : models_) {
     SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
     for (int b : {40, 50}) {
@@ -327,7 +340,7 @@ absl::Status Report::WhereTimeGoes() {
         const SimulationResult& r = c->result.replay;
         absl::StrAppend(
             &md_, "| ", m.label, " | ", b, "% | ", kComparedLabels[i], " | ",
-            Ms(r.iteration_ns), " | ", Ms(r.ideal_ns), " | ",
+            MillisCell(r.iteration_ns), " | ", MillisCell(r.ideal_ns), " | ",
             absl::StrFormat("%.1f%%", 100.0 * r.recompute_ns / r.iteration_ns),
             " | ",
             absl::StrFormat("%.2f%%", 100.0 * r.stall_ns() / r.iteration_ns),
@@ -342,15 +355,13 @@ absl::Status Report::WhereTimeGoes() {
 absl::Status Report::Ablations() {
   absl::StrAppend(
       &md_,
-      "## 3. Ablations\n\n"
-      "Points of ideal throughput lost against full SlackSwap when swap "
-      "candidates are ranked by production time, without the link-budget pass "
-      "(recomputation only), and with vDNN-style per-layer barriers.\n\n"
-      "Paper: 0.1-7.9 points (production order), 3.0-10.7 (no link-budget "
-      "pass), "
-      "32-37 (barriers).\n\n"
-      "| Model | Budget | SlackSwap | Production order | No link-budget pass | "
-      "Barriers |\n|---|---|---|---|---|---|\n");
+      absl::StrReplaceAll(
+          report_text::kAblationsIntro,
+          {
+              {"{production_order}", Figure(paper::kProductionOrderLoss, 1)},
+              {"{no_link_budget}", Figure(paper::kNoLinkBudgetPassLoss, 1)},
+              {"{barriers}", Figure(paper::kBarriersLoss)},
+          }));
   for (const Model& m : models_) {
     SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
     for (int b : {30, 50}) {
@@ -367,7 +378,7 @@ absl::Status Report::Ablations() {
                                             c->percent())
                           : "infeasible");
       }
-      absl::StrAppend(&md_, "| ", absl::StrJoin(row, " | "), " |\n");
+      absl::StrAppend(&md_, MarkdownRow(row));
     }
   }
   absl::StrAppend(&md_, "\n");
@@ -376,23 +387,13 @@ absl::Status Report::Ablations() {
 
 absl::Status Report::Optimality() {
   absl::StrAppend(
-      &md_,
-      "## 4. Optimality\n\n"
-      "Each setup of table 1 against a genetic search over keep / swap / "
-      "recompute plans and "
-      "prefetch points, seeded with SlackSwap's plan, and against the lower "
-      "bound "
-      "(`docs/planner.md`). Planning times are one run on this machine and "
-      "include the linear-program bound (about 10 ms; without it "
-      "`docs/benchmarks.md`).\n\n"
-      "Paper: within 0.45% of a seeded genetic search over 6,600-14,000 plans; "
-      "at most 376 ms "
-      "per plan.\n\n"
-      "| Model | Budget | SlackSwap (ms) | Search best (ms) | SlackSwap above "
-      "search | Plans "
-      "searched | Lower bound (ms) | SlackSwap above bound | SlackSwap "
-      "planning | Search "
-      "time |\n|---|---|---|---|---|---|---|---|---|---|\n");
+      &md_, absl::StrReplaceAll(
+                report_text::kOptimalityIntro,
+                {
+                    {"{search_gap}", Figure(paper::kGapToSearchPercent, 2)},
+                    {"{search_plans}", Figure(paper::kSearchPlans)},
+                    {"{planning_ms}", Figure(paper::kSlowestPlanMs)},
+                }));
   double worst_gap = 0;
   int64_t fewest_plans = -1;
   double slowest_plan_ms = 0;
@@ -419,9 +420,9 @@ absl::Status Report::Optimality() {
       Check(g <= s,
             absl::StrCat("genetic search worse than its seed on ", m.label));
       absl::StrAppend(
-          &md_, "| ", m.label, " | ", b, "% | ", Ms(s), " | ", Ms(g), " | ",
-          absl::StrFormat("%.2f%%", gap), " | ", plans, " | ",
-          Ms(ss->result.lower_bound.iteration_ns), " | ",
+          &md_, "| ", m.label, " | ", b, "% | ", MillisCell(s), " | ",
+          MillisCell(g), " | ", absl::StrFormat("%.2f%%", gap), " | ", plans,
+          " | ", MillisCell(ss->result.lower_bound.iteration_ns), " | ",
           absl::StrFormat("%.2f%%", 100 * ss->result.GapToLowerBound()), " | ",
           absl::StrFormat("%.1f ms", 1e3 * ss->seconds), " | ",
           absl::StrFormat("%.1f s", ga->seconds), " |\n");
@@ -436,20 +437,14 @@ absl::Status Report::Optimality() {
       worst_gap <= 0.5 && fewest_plans >= 10000 ? "MET" : "MISSED", worst_gap,
       fewest_plans));
   bars_.push_back(absl::StrFormat(
-      "%s planning under 376 ms (the paper's worst): slowest %.1f ms",
-      slowest_plan_ms < 376 ? "MET" : "MISSED", slowest_plan_ms));
+      "%s planning under %s ms (the paper's worst): slowest %.1f ms",
+      slowest_plan_ms < paper::kSlowestPlanMs ? "MET" : "MISSED",
+      Figure(paper::kSlowestPlanMs), slowest_plan_ms));
   return absl::OkStatus();
 }
 
 absl::Status Report::BoundGap() {
-  absl::StrAppend(
-      &md_,
-      "## 5. Against the lower bound, 20% to 90%\n\n"
-      "SlackSwap's iteration above the lower bound: the larger of the fast "
-      "bound and the linear program's (`docs/planner.md`; the source column "
-      "says which), on the A100 preset. Target: within 1%.\n\n"
-      "| Model | Budget | SlackSwap (ms) | Lower bound (ms) | Source | Above "
-      "bound |\n|---|---|---|---|---|---|\n");
+  absl::StrAppend(&md_, report_text::kBoundGapIntro);
   double worst = 0;
   std::string worst_at;
   const std::vector<int> budgets =
@@ -474,8 +469,8 @@ absl::Status Report::BoundGap() {
       }
       absl::StrAppend(
           &md_, "| ", m.label, " | ", b, "% | ",
-          Ms(ss->result.replay.iteration_ns), " | ",
-          Ms(ss->result.lower_bound.iteration_ns), " | ",
+          MillisCell(ss->result.replay.iteration_ns), " | ",
+          MillisCell(ss->result.lower_bound.iteration_ns), " | ",
           ss->result.lower_bound.source == BoundSource::kLinearProgram
               ? "linear program"
               : "fast",
@@ -533,19 +528,9 @@ absl::Status Report::BoundGap() {
 
 absl::Status Report::SmallTraces() {
   const int traces = options_.quick ? 12 : 300;
-  absl::StrAppend(
-      &md_, "## 6. Against the exact optimum on small traces\n\n",
-      absl::StrFormat(
-          "%d random small traces (`simulator/small_traces.h`, seeds 1 to %d: "
-          "2 to 9 tensors of odd sizes, zero durations, optimizer ops, shared "
-          "recompute inputs, blocks, forbidden decisions, random links), each "
-          "at five budgets: one byte below its memory floor, the floor (the "
-          "smallest budget at which the exact optimum plans), 25%% and 60%% "
-          "of the way from the floor to the all-keep peak, and the peak. The "
-          "optimum is the exact branch and bound over every decision and "
-          "issue point (`planner/optimum.h`). Gaps are a policy's iteration "
-          "over the optimum's, over the budgets where both plan.\n\n",
-          traces, traces));
+  absl::StrAppend(&md_,
+                  absl::StrReplaceAll(report_text::kSmallTracesIntro,
+                                      {{"{traces}", absl::StrCat(traces)}}));
   const std::vector<Policy> policies = {
       Policy::kSlackSwap, Policy::kVdnn, Policy::kSuperNeurons,
       Policy::kSwapAdvisor, Policy::kCheckpointing};
@@ -634,17 +619,7 @@ absl::Status Report::SmallTraces() {
 }
 
 absl::Status Report::Floors() {
-  absl::StrAppend(
-      &md_,
-      "## 7. Memory floors\n\n"
-      "Below its floor no plan fits: some op must hold more bytes at its "
-      "start, in every plan, than the budget (the op's allocation and "
-      "workspace, what forward ops from it on still read, and what backward "
-      "ops up to it have needed and later ones still read; "
-      "`lower_bound.h`, ComputeProvenFloor). SlackSwap's smallest budget is "
-      "found by bisection to 1/10,000 of the peak.\n\n"
-      "| Model | Floor | Op that sets it | SlackSwap plans from |\n"
-      "|---|---|---|---|\n");
+  absl::StrAppend(&md_, report_text::kFloorsIntro);
   std::vector<Model> models = models_;
   if (!options_.quick) models.push_back({"vgg16", "VGG-16", 0});
   for (const Model& m : models) {
@@ -659,7 +634,7 @@ absl::Status Report::Floors() {
       return absl::StrFormat("%.1f%% (%s GB)",
                              100.0 * static_cast<double>(bytes) /
                                  static_cast<double>(w->peak_bytes),
-                             Gb(bytes));
+                             GigabytesCell(bytes));
     };
     absl::StrAppend(&md_, "| ", m.label, " | ", pct(floor.bytes), " | op ",
                     floor.op, " (`", w->op_names[floor.op], "`) | ",
@@ -676,7 +651,8 @@ absl::Status Report::Floors() {
             (x.first_backward_use <= floor.op &&
              floor.op <= x.last_backward_use);
         if (forced && x.size_bytes >= floor.bytes / 20) {
-          held.push_back(absl::StrCat(Gb(x.size_bytes), " GB produced by `",
+          held.push_back(absl::StrCat(GigabytesCell(x.size_bytes),
+                                      " GB produced by `",
                                       w->op_names[x.producer_op], "`"));
         }
       }
@@ -684,7 +660,7 @@ absl::Status Report::Floors() {
           "VGG-16 has no plan below ", pct(floor.bytes),
           " of its all-keep peak: `", w->op_names[floor.op],
           "` must start with ", absl::StrJoin(held, ", "), " resident and ",
-          Gb(op.workspace_bytes),
+          GigabytesCell(op.workspace_bytes),
           " GB of workspace (the gradient it writes). Every plan holds them "
           "there: each is read by that op, or was needed by an earlier "
           "backward op and is still read by a later one, and the workspace "
@@ -697,18 +673,14 @@ absl::Status Report::Floors() {
 
 absl::Status Report::LinkSweep() {
   absl::StrAppend(
-      &md_,
-      "## 8. Link bandwidth sweep\n\n"
-      "GPT-2 XL at 30% of peak on the A100 preset with the host link set to "
-      "each "
-      "bandwidth (both directions; the trace's op times stay the A100's).\n\n"
-      "Paper: at 12 GB/s 1.6 GB swapped and 14.6 GB recomputed; at 200 GB/s "
-      "16.7 GB "
-      "swapped and none recomputed; SlackSwap 0-12 points above the best "
-      "baseline.\n\n"
-      "| Link (GB/s) | Swapped (GB) | Recomputed (GB) | SlackSwap | Best "
-      "baseline | "
-      "Lead (points) |\n|---|---|---|---|---|---|\n");
+      &md_, absl::StrReplaceAll(
+                report_text::kLinkSweepIntro,
+                {
+                    {"{swapped_12}", Figure(paper::kSwappedGbAt12, 1)},
+                    {"{recomputed_12}", Figure(paper::kRecomputedGbAt12, 1)},
+                    {"{swapped_200}", Figure(paper::kSwappedGbAt200, 1)},
+                    {"{lead}", Figure(paper::kLinkSweepLeadPoints)},
+                }));
   LinePlot plot;
   plot.title =
       "GPT-2 XL at 30%: bytes swapped and recomputed vs link bandwidth";
@@ -732,8 +704,8 @@ absl::Status Report::LinkSweep() {
     plot.series[0].points.emplace_back(gbps, r.swapped_bytes / 1e9);
     plot.series[1].points.emplace_back(gbps, r.recomputed_bytes / 1e9);
     absl::StrAppend(
-        &md_, "| ", gbps, " | ", Gb(r.swapped_bytes), " | ",
-        Gb(r.recomputed_bytes), " | ", Pct(*ss), " | ",
+        &md_, "| ", gbps, " | ", GigabytesCell(r.swapped_bytes), " | ",
+        GigabytesCell(r.recomputed_bytes), " | ", Pct(*ss), " | ",
         best ? absl::StrCat(Pct(*best), " (", best_name, ")") : "infeasible",
         " | ",
         best ? absl::StrFormat("%.1f", ss->percent() - best->percent()) : "-",
@@ -746,14 +718,12 @@ absl::Status Report::LinkSweep() {
 }
 
 absl::Status Report::GpuSweep() {
-  absl::StrAppend(
-      &md_,
-      "## 9. GPUs\n\n"
-      "Each model at 30% of peak on the V100, A100 and H100 presets (traces "
-      "generated for each GPU).\n\n"
-      "Paper: SlackSwap 1.07-1.16x the best baseline at 30%.\n\n"
-      "| Model | GPU | SlackSwap | Best baseline | SlackSwap / best |\n"
-      "|---|---|---|---|---|\n");
+  absl::StrAppend(&md_,
+                  absl::StrReplaceAll(
+                      report_text::kGpuSweepIntro,
+                      {
+                          {"{ratio}", Figure(paper::kGpuRatioToBestAt30, 2)},
+                      }));
   double lo = 1e9, hi = 0;
   for (const Model& m : models_) {
     for (const char* gpu : {"v100", "a100", "h100"}) {
@@ -783,15 +753,14 @@ absl::Status Report::GpuSweep() {
 absl::Status Report::SequenceSweep() {
   absl::StrAppend(
       &md_,
-      "## 10. Sequence length\n\n"
-      "Llama-7B (batch 1) from 2K to 32K tokens on the A100 preset at 50% of "
-      "peak.\n\n"
-      "Paper: the hideable fraction rises from 36% to 60%; SlackSwap from "
-      "96.9% to "
-      "99.8% of ideal.\n\n"
-      "| Tokens | Hideable | SlackSwap | Best baseline | Swapped (GB) | "
-      "Recomputed "
-      "(GB) |\n|---|---|---|---|---|---|\n");
+      absl::StrReplaceAll(
+          report_text::kSequenceSweepIntro,
+          {
+              {"{hideable_from}", Figure(paper::kHideablePercent.lo)},
+              {"{hideable_to}", Figure(paper::kHideablePercent.hi)},
+              {"{slackswap_from}", Figure(paper::kSlackSwapBySequence.lo, 1)},
+              {"{slackswap_to}", Figure(paper::kSlackSwapBySequence.hi, 1)},
+          }));
   LinePlot plot;
   plot.title =
       "Llama-7B at 50%: hideable fraction and throughput vs sequence length";
@@ -813,8 +782,8 @@ absl::Status Report::SequenceSweep() {
         &md_, "| ", seq, " | ", absl::StrFormat("%.1f%%", hideable), " | ",
         Pct(*ss), " | ",
         best ? absl::StrCat(Pct(*best), " (", best_name, ")") : "infeasible",
-        " | ", Gb(ss->result.replay.swapped_bytes), " | ",
-        Gb(ss->result.replay.recomputed_bytes), " |\n");
+        " | ", GigabytesCell(ss->result.replay.swapped_bytes), " | ",
+        GigabytesCell(ss->result.replay.recomputed_bytes), " |\n");
   }
   SLACKSWAP_RETURN_IF_ERROR(
       WriteFile("results/sequence-sweep.svg", RenderSvg(plot)));
@@ -830,7 +799,7 @@ void Report::Bars() {
       auto ss = Cached(Policy::kSlackSwap, **w, b);
       auto best = BestBaseline(**w, b, nullptr);
       if (!ss.ok() || !best.ok()) continue;
-      const double paper = b == 50 ? m.paper_at_50 : 89.7;
+      const double paper = b == 50 ? m.paper_at_50 : paper::kSlackSwapAt30.lo;
       const double mine = (*ss)->percent();
       bars_.push_back(absl::StrFormat(
           "%s %s at %d%%: SlackSwap %.1f%% against the paper's %.1f "
@@ -853,18 +822,11 @@ absl::Status Report::WriteFile(const std::string& name,
       std::filesystem::path(options_.out_dir) / name;
   std::error_code error;
   std::filesystem::create_directories(path.parent_path(), error);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out)
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
+  return WriteFileBytes(path.string(), text);
 }
 
 absl::Status Report::Run() {
   const absl::Time start = absl::Now();
-  std::string body;
   SLACKSWAP_RETURN_IF_ERROR(Throughput());
   SLACKSWAP_RETURN_IF_ERROR(WhereTimeGoes());
   SLACKSWAP_RETURN_IF_ERROR(Ablations());
@@ -879,18 +841,7 @@ absl::Status Report::Run() {
   }
   if (!options_.quick) Bars();
   std::string head = absl::StrCat(
-      "# Results: the paper's evaluation, reproduced\n\n"
-      "Regenerate with `bash scripts/report.sh` (`slackswap report --out_dir "
-      "docs`), which "
-      "builds every trace with the workload generator, runs every policy, and "
-      "rewrites this "
-      "file and the figures under `docs/results/`. All results are simulated "
-      "with the event "
-      "model (`docs/event-model.md`) on the calibrated presets "
-      "(`docs/workloads.md`); the "
-      "paper's figures are simulated too, with its own simulator. Plan quality "
-      "is "
-      "deterministic; planning times vary from run to run.\n\n",
+      report_text::kHeader,
       options_.quick
           ? "This is the quick version (one reduced model, two budgets).\n\n"
           : "",
@@ -906,38 +857,9 @@ absl::Status Report::Run() {
           : "INVARIANT VIOLATED: " + violation_,
       "\n\n");
   md_ = head + md_;
-  absl::StrAppend(
-      &md_,
-      "## Why the baselines land where they do\n\n"
-      "- **vDNN** swaps by memory alone, in production order, and waits at "
-      "every layer for "
-      "its offloads and prefetches. At 50% it must move about half the "
-      "activations over a "
-      "link that can hide a fraction of them during the forward pass, so the "
-      "barriers expose "
-      "nearly all of the transfer time.\n"
-      "- **SuperNeurons** recomputes cheap ops' outputs (normalization, GeLU, "
-      "dropout) and "
-      "swaps the matmul and attention outputs, with vDNN's barriers. "
-      "Recomputing the cheap "
-      "bytes first leaves fewer bytes for the link than vDNN, so it stalls "
-      "less; the swaps "
-      "still exceed what the link hides. Residual outputs, whose rebuild would "
-      "rerun a "
-      "matmul, are kept, as SuperNeurons keeps the tensors it recomputes "
-      "from.\n"
-      "- **SwapAdvisor** searches swap sets and prefetch points without "
-      "barriers but cannot "
-      "recompute: whatever the budget leaves beyond the link's capacity must "
-      "cross the link "
-      "anyway, and the search can only hide it better, not avoid it.\n"
-      "- **Block checkpointing** recomputes whole layers from their inputs and "
-      "leaves the link "
-      "idle: every dropped byte costs recompute time, including the matmul "
-      "outputs that "
-      "SlackSwap swaps for free.\n\n",
-      absl::StrFormat("Report generated in %.1f s.\n",
-                      absl::ToDoubleSeconds(absl::Now() - start)));
+  absl::StrAppend(&md_, report_text::kWhyTheBaselines,
+                  absl::StrFormat("Report generated in %.1f s.\n",
+                                  absl::ToDoubleSeconds(absl::Now() - start)));
   SLACKSWAP_RETURN_IF_ERROR(WriteFile("results.md", md_));
   if (!violation_.empty()) return absl::FailedPreconditionError(violation_);
   return absl::OkStatus();

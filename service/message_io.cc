@@ -61,13 +61,7 @@ absl::Status WriteMessageFile(const std::string& path,
   } else if (!message.SerializeToString(&bytes)) {
     return absl::InternalError("cannot serialize message");
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  out << bytes;
-  out.close();
-  if (!out) return absl::DataLossError(absl::StrCat("short write to ", path));
-  return absl::OkStatus();
+  return WriteFileBytes(path, bytes);
 }
 
 }  // namespace slackswap

@@ -6,9 +6,10 @@
 // compressed-sparse-row form: the items of row i are
 // `items[begin[i] .. begin[i + 1])`.
 //
-// A Trace is built once from the wire form by `TraceFromProto`
-// (trace_proto.h), which validates every rule of docs/event-model.md; all
-// code that receives a Trace may assume those rules hold. A Trace is
+// A Trace is built once by `ValidateTrace` (trace_validation.h), from a
+// generated TraceSpec, or by the service's TraceFromProto and TraceFromWire
+// from the wire form, all of which check every rule of docs/event-model.md;
+// all code that receives a Trace may assume those rules hold. A Trace is
 // immutable after construction and safe to share between threads.
 #ifndef SLACKSWAP_SIMULATOR_TRACE_H_
 #define SLACKSWAP_SIMULATOR_TRACE_H_

@@ -29,5 +29,21 @@ TEST(ReadFileBytesTest, ReadsEveryByteEvenOfFilesThatReportNoSize) {
             std::string::npos);
 }
 
+TEST(WriteFileBytesTest, ReplacesTheFileWithEveryByte) {
+  const std::string path = TempPath("written.bin");
+  const std::string bytes("x\0y\r\n\xfe", 6);
+  ASSERT_TRUE(WriteFileBytes(path, "a much longer first version").ok());
+  ASSERT_TRUE(WriteFileBytes(path, bytes).ok());
+  EXPECT_EQ(ReadFileBytes(path).value_or(""), bytes);
+  std::remove(path.c_str());
+  const absl::Status missing_dir =
+      WriteFileBytes(TempPath("no-such-dir/file"), bytes);
+  EXPECT_EQ(missing_dir.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(missing_dir.message().find("no-such-dir/file"), std::string::npos);
+  // A full device: the bytes do not all land.
+  EXPECT_EQ(WriteFileBytes("/dev/full", bytes).code(),
+            absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace slackswap

@@ -1,0 +1,134 @@
+// File: report_text.h
+//
+// The prose of docs/results.md (report.cc writes it), as templates: each
+// {name} is filled in by the report, with the paper's figures from
+// paper_figures.h or with a count of its own. The tables, figures and
+// measured sentences are the report's code.
+#ifndef SLACKSWAP_CLIENT_REPORT_TEXT_H_
+#define SLACKSWAP_CLIENT_REPORT_TEXT_H_
+
+namespace slackswap::report_text {
+
+// The head of docs/results.md; the quick note and the bars follow it.
+inline constexpr char kHeader[] =
+    R"md(# Results: the paper's evaluation, reproduced
+
+Regenerate with `bash scripts/report.sh` (`slackswap report --out_dir docs`), which builds every trace with the workload generator, runs every policy, and rewrites this file and the figures under `docs/results/`. All results are simulated with the event model (`docs/event-model.md`) on the calibrated presets (`docs/workloads.md`); the paper's figures are simulated too, with its own simulator. Plan quality is deterministic; planning times vary from run to run.
+
+)md";
+
+// Section 1; a table and a figure per model follow.
+inline constexpr char kThroughputIntro[] =
+    R"md(## 1. Throughput against the memory budget
+
+Percent of ideal throughput (ideal iteration time / planned iteration time) at each budget, as a fraction of the all-keep peak, on the A100 preset (the paper's Figure 4). "vs best" is SlackSwap's throughput over the best baseline's.
+
+)md";
+
+// Section 2 and its table header. {step_ms} ... {stall}: paper_figures.h.
+inline constexpr char kWhereTimeGoesIntro[] = R"md(## 2. Where the time goes
+
+Step time, and the shares of it spent recomputing and stalled (prefetch, memory and barrier waits), at 40% and 50% of peak.
+
+Paper: GPT-2 XL at 50%: SlackSwap {step_ms} ms against {ideal_ms} ms ideal, vDNN {vdnn_ms} ms, block checkpointing re-runs {checkpointing_share}% of the step. At 40%: SlackSwap recomputes {gpt_recompute}% (GPT-2 XL) and {llama_recompute}% (Llama-7B) of the step, stalls below {stall}%.
+
+| Model | Budget | Policy | Step (ms) | Ideal (ms) | Recompute share | Stall share |
+|---|---|---|---|---|---|---|
+)md";
+
+// Section 3 and its table header.
+inline constexpr char kAblationsIntro[] = R"md(## 3. Ablations
+
+Points of ideal throughput lost against full SlackSwap when swap candidates are ranked by production time, without the link-budget pass (recomputation only), and with vDNN-style per-layer barriers.
+
+Paper: {production_order} points (production order), {no_link_budget} (no link-budget pass), {barriers} (barriers).
+
+| Model | Budget | SlackSwap | Production order | No link-budget pass | Barriers |
+|---|---|---|---|---|---|
+)md";
+
+// Section 4 and its table header.
+inline constexpr char kOptimalityIntro[] = R"md(## 4. Optimality
+
+Each setup of table 1 against a genetic search over keep / swap / recompute plans and prefetch points, seeded with SlackSwap's plan, and against the lower bound (`docs/planner.md`). Planning times are one run on this machine and include the linear-program bound (about 10 ms; without it `docs/benchmarks.md`).
+
+Paper: within {search_gap}% of a seeded genetic search over {search_plans} plans; at most {planning_ms} ms per plan.
+
+| Model | Budget | SlackSwap (ms) | Search best (ms) | SlackSwap above search | Plans searched | Lower bound (ms) | SlackSwap above bound | SlackSwap planning | Search time |
+|---|---|---|---|---|---|---|---|---|---|
+)md";
+
+// Section 5 and its table header.
+inline constexpr char kBoundGapIntro[] =
+    R"md(## 5. Against the lower bound, 20% to 90%
+
+SlackSwap's iteration above the lower bound: the larger of the fast bound and the linear program's (`docs/planner.md`; the source column says which), on the A100 preset. Target: within 1%.
+
+| Model | Budget | SlackSwap (ms) | Lower bound (ms) | Source | Above bound |
+|---|---|---|---|---|---|
+)md";
+
+// Section 6; {traces}: the number of random small traces.
+inline constexpr char kSmallTracesIntro[] =
+    R"md(## 6. Against the exact optimum on small traces
+
+{traces} random small traces (`simulator/small_traces.h`, seeds 1 to {traces}: 2 to 9 tensors of odd sizes, zero durations, optimizer ops, shared recompute inputs, blocks, forbidden decisions, random links), each at five budgets: one byte below its memory floor, the floor (the smallest budget at which the exact optimum plans), 25% and 60% of the way from the floor to the all-keep peak, and the peak. The optimum is the exact branch and bound over every decision and issue point (`planner/optimum.h`). Gaps are a policy's iteration over the optimum's, over the budgets where both plan.
+
+)md";
+
+// Section 7 and its table header.
+inline constexpr char kFloorsIntro[] = R"md(## 7. Memory floors
+
+Below its floor no plan fits: some op must hold more bytes at its start, in every plan, than the budget (the op's allocation and workspace, what forward ops from it on still read, and what backward ops up to it have needed and later ones still read; `lower_bound.h`, ComputeProvenFloor). SlackSwap's smallest budget is found by bisection to 1/10,000 of the peak.
+
+| Model | Floor | Op that sets it | SlackSwap plans from |
+|---|---|---|---|
+)md";
+
+// Section 8 and its table header.
+inline constexpr char kLinkSweepIntro[] = R"md(## 8. Link bandwidth sweep
+
+GPT-2 XL at 30% of peak on the A100 preset with the host link set to each bandwidth (both directions; the trace's op times stay the A100's).
+
+Paper: at 12 GB/s {swapped_12} GB swapped and {recomputed_12} GB recomputed; at 200 GB/s {swapped_200} GB swapped and none recomputed; SlackSwap {lead} points above the best baseline.
+
+| Link (GB/s) | Swapped (GB) | Recomputed (GB) | SlackSwap | Best baseline | Lead (points) |
+|---|---|---|---|---|---|
+)md";
+
+// Section 9 and its table header.
+inline constexpr char kGpuSweepIntro[] = R"md(## 9. GPUs
+
+Each model at 30% of peak on the V100, A100 and H100 presets (traces generated for each GPU).
+
+Paper: SlackSwap {ratio}x the best baseline at 30%.
+
+| Model | GPU | SlackSwap | Best baseline | SlackSwap / best |
+|---|---|---|---|---|
+)md";
+
+// Section 10 and its table header.
+inline constexpr char kSequenceSweepIntro[] = R"md(## 10. Sequence length
+
+Llama-7B (batch 1) from 2K to 32K tokens on the A100 preset at 50% of peak.
+
+Paper: the hideable fraction rises from {hideable_from}% to {hideable_to}%; SlackSwap from {slackswap_from}% to {slackswap_to}% of ideal.
+
+| Tokens | Hideable | SlackSwap | Best baseline | Swapped (GB) | Recomputed (GB) |
+|---|---|---|---|---|---|
+)md";
+
+// The closing section.
+inline constexpr char kWhyTheBaselines[] =
+    R"md(## Why the baselines land where they do
+
+- **vDNN** swaps by memory alone, in production order, and waits at every layer for its offloads and prefetches. At 50% it must move about half the activations over a link that can hide a fraction of them during the forward pass, so the barriers expose nearly all of the transfer time.
+- **SuperNeurons** recomputes cheap ops' outputs (normalization, GeLU, dropout) and swaps the matmul and attention outputs, with vDNN's barriers. Recomputing the cheap bytes first leaves fewer bytes for the link than vDNN, so it stalls less; the swaps still exceed what the link hides. Residual outputs, whose rebuild would rerun a matmul, are kept, as SuperNeurons keeps the tensors it recomputes from.
+- **SwapAdvisor** searches swap sets and prefetch points without barriers but cannot recompute: whatever the budget leaves beyond the link's capacity must cross the link anyway, and the search can only hide it better, not avoid it.
+- **Block checkpointing** recomputes whole layers from their inputs and leaves the link idle: every dropped byte costs recompute time, including the matmul outputs that SlackSwap swaps for free.
+
+)md";
+
+}  // namespace slackswap::report_text
+
+#endif  // SLACKSWAP_CLIENT_REPORT_TEXT_H_

@@ -89,16 +89,22 @@ absl::Status RenameField(const absl::Status& status, absl::string_view from,
       return std::string(rest.substr(1));
     return absl::StrCat(to, rest);
   };
-  FieldViolations renamed;
-  for (const FieldViolation& v : violations)
-    renamed.Add(rename(v.field), v.description);
-  absl::Status out = renamed.ToStatus();
+  for (FieldViolation& v : violations) v.field = rename(v.field);
+  // The message names the first violation; what follows it (the count of
+  // the others, which may pass the kept ones) stays as it was.
+  const std::string first =
+      absl::StrCat(violations[0].field, ": ", violations[0].description);
+  const absl::string_view message = status.message();
+  const size_t colon = message.find(": ");
+  std::string renamed = first;
+  if (colon != absl::string_view::npos) {
+    const absl::string_view rest = message.substr(colon + 2);
+    if (absl::StartsWith(rest, violations[0].description)) {
+      absl::StrAppend(&renamed, rest.substr(violations[0].description.size()));
+    }
+  }
   // Keep the original code (INVALID_ARGUMENT or RESOURCE_EXHAUSTED).
-  absl::Status result(status.code(), out.message());
-  out.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
-    result.SetPayload(url, payload);
-  });
-  return result;
+  return WithFieldViolations(absl::Status(status.code(), renamed), violations);
 }
 
 }  // namespace slackswap

@@ -37,6 +37,13 @@ int ExitFor(const absl::Status& status, int exit_code) {
   return exit_code;
 }
 
+std::string WorkloadLine(const Inputs& in, int64_t ideal_ns,
+                         int64_t all_keep_peak_bytes) {
+  return absl::StrFormat("trace %s; hardware %s; ideal %s; all-keep peak %s\n",
+                         in.trace.name, in.hardware.name, Millis(ideal_ns),
+                         Gigabytes(all_keep_peak_bytes));
+}
+
 void PrintMetrics(const Inputs& in, const std::string& policy,
                   const v1::Metrics& m) {
   const int64_t peak = AllKeepPeakBytes(in.trace);

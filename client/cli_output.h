@@ -25,6 +25,12 @@ inline constexpr int kFailureExit = 1;
 // carries more than one) to stderr; returns `exit_code`.
 int ExitFor(const absl::Status& status, int exit_code);
 
+// "trace NAME; hardware HW; ideal T; all-keep peak B\n": the first line of
+// compare and frontier. (Generated traces name their hardware preset too:
+// the hardware is printed once, by name, whatever the trace is called.)
+std::string WorkloadLine(const Inputs& in, int64_t ideal_ns,
+                         int64_t all_keep_peak_bytes);
+
 // The metrics block that simulate and plan print.
 void PrintMetrics(const Inputs& in, const std::string& policy,
                   const v1::Metrics& m);

@@ -93,11 +93,10 @@ int CompareCommand(Backend& backend) {
     std::cout << ToJson(comparison) << "\n";
     return 0;
   }
-  std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n\n",
-                               inputs->trace.name, inputs->hardware.name,
-                               Millis(comparison.ideal_ns()),
-                               Gigabytes(comparison.all_keep_peak_bytes()));
-  std::cout << absl::StrFormat("%-8s %-27s %9s %12s %10s %10s %9s %9s %9s\n",
+  std::cout << WorkloadLine(*inputs, comparison.ideal_ns(),
+                            comparison.all_keep_peak_bytes())
+            << "\n";
+  std::cout << absl::StrFormat("%-9s %-27s %9s %12s %10s %10s %9s %9s %9s\n",
                                "budget", "policy", "% ideal", "iteration",
                                "stall", "recompute", "swapped", "recomp.",
                                "vs bound");
@@ -107,14 +106,16 @@ int CompareCommand(Backend& backend) {
     absl::StatusOr<Policy> policy = PolicyFromProto(e.policy(), "policy");
     const std::string name = policy.ok() ? PolicyName(*policy) : "?";
     const std::string budget =
-        absl::StrFormat("%.0f%%", 100 * e.budget_fraction_of_peak());
+        e.budget_unlimited()
+            ? "unlimited"
+            : absl::StrFormat("%.0f%%", 100 * e.budget_fraction_of_peak());
     if (r.outcome() != v1::PLAN_OUTCOME_PLANNED) {
-      std::cout << absl::StrFormat("%-8s %-27s %9s  %s\n", budget, name, "-",
+      std::cout << absl::StrFormat("%-9s %-27s %9s  %s\n", budget, name, "-",
                                    "infeasible: " + r.reason().substr(0, 60));
       continue;
     }
     std::cout << absl::StrFormat(
-        "%-8s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%\n", budget, name,
+        "%-9s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%\n", budget, name,
         100 * m.throughput_ratio(), Millis(m.iteration_ns()),
         Millis(m.prefetch_wait_ns() + m.memory_wait_ns() + m.barrier_wait_ns()),
         Millis(m.recompute_ns()), Gigabytes(m.swapped_bytes()),
@@ -158,10 +159,8 @@ int FrontierCommand(Backend& backend) {
     std::cout << ToJson(*response) << "\n";
     return 0;
   }
-  std::cout << absl::StrFormat("trace %s on %s; ideal %s; all-keep peak %s\n",
-                               inputs->trace.name, inputs->hardware.name,
-                               Millis(response->ideal_ns()),
-                               Gigabytes(response->all_keep_peak_bytes()));
+  std::cout << WorkloadLine(*inputs, response->ideal_ns(),
+                            response->all_keep_peak_bytes());
   std::cout << absl::StrFormat(
       "no plan fits below %s (proven); the curve starts where SlackSwap "
       "first plans\n\n",

@@ -36,7 +36,8 @@ const char* MethodName(Method method) {
 }
 
 ServerMetrics::ServerMetrics(prometheus::Registry& registry,
-                             const std::string& version) {
+                             const std::string& version,
+                             const std::string& revision) {
   auto& handled =
       prometheus::BuildCounter()
           .Name("grpc_server_handled_total")
@@ -86,7 +87,7 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
       .Name("slackswap_build_info")
       .Help("Always 1; the labels say which build is running.")
       .Register(registry)
-      .Add({{"version", version}})
+      .Add({{"version", version}, {"revision", revision}})
       .Set(1);
 
   auto& plans =

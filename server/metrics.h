@@ -8,7 +8,7 @@
 //   grpc_server_handling_seconds{grpc_method}             histogram
 //   slackswap_queue_wait_seconds{grpc_method}             histogram
 //   slackswap_inflight_requests                           gauge
-//   slackswap_build_info{version}                         gauge (1)
+//   slackswap_build_info{version,revision}                gauge (1)
 //   slackswap_plans_total{policy,outcome}                 counter
 //   slackswap_plan_throughput_ratio{policy}               histogram
 //   slackswap_plan_stall_seconds{policy}                  histogram
@@ -49,7 +49,8 @@ const char* MethodName(Method method);
 class ServerMetrics : public PlanObserver {
  public:
   // Registers every family and series in `registry`, which must outlive this.
-  ServerMetrics(prometheus::Registry& registry, const std::string& version);
+  ServerMetrics(prometheus::Registry& registry, const std::string& version,
+                const std::string& revision = "unknown");
 
   void CallStarted() { inflight_->Increment(); }
   // An admitted call reached a planning thread after waiting `waited` for

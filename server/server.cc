@@ -77,7 +77,8 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
 
   std::unique_ptr<PlanningServer> s(new PlanningServer());
   s->registry_ = std::make_shared<prometheus::Registry>();
-  s->metrics_ = std::make_unique<ServerMetrics>(*s->registry_, options.version);
+  s->metrics_ = std::make_unique<ServerMetrics>(*s->registry_, options.version,
+                                                options.revision);
   if (!options.metrics_address.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
         MetricsEndpoint::Start(options.metrics_address, s->registry_);

@@ -54,6 +54,8 @@ struct ServerOptions {
   // re-resolve and spread over new replicas.
   absl::Duration max_connection_age = absl::ZeroDuration();
   std::string version = "dev";
+  // The source revision (git describe), for slackswap_build_info.
+  std::string revision = "unknown";
 };
 
 class PlanningServer {

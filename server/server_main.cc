@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -21,6 +22,9 @@
 
 #ifndef SLACKSWAP_VERSION
 #define SLACKSWAP_VERSION "dev"
+#endif
+#ifndef SLACKSWAP_GIT_REVISION
+#define SLACKSWAP_GIT_REVISION "unknown"
 #endif
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
@@ -74,7 +78,25 @@ void LogProtobuf(google::protobuf::LogLevel level, const char* filename,
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "slackswap-server: the SlackSwap planning service");
+      "the SlackSwap planning service (docs/service.md)");
+  // --help lists this binary's flags (Abseil's default lists those of files
+  // named like the binary, which here is none); --version names the build.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "server_main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  // "server/server_main.cc", not the path of the build machine's checkout.
+  usage.normalize_filename = [](absl::string_view file) {
+    const size_t folder = file.rfind("server/");
+    return std::string(folder == absl::string_view::npos ? file
+                                                         : file.substr(folder));
+  };
+  usage.version_string = [] {
+    return absl::StrCat("slackswap-server ", SLACKSWAP_VERSION, " (revision ",
+                        SLACKSWAP_GIT_REVISION, ")\n");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   slackswap::KeepFreedMemoryForReuse();
   google::protobuf::SetLogHandler(LogProtobuf);
@@ -102,6 +124,7 @@ int main(int argc, char** argv) {
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   options.version = SLACKSWAP_VERSION;
+  options.revision = SLACKSWAP_GIT_REVISION;
 
   auto server = slackswap::PlanningServer::Start(options);
   if (!server.ok()) {

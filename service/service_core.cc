@@ -336,8 +336,11 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
       v1::ComparisonEntry* entry = comparison.add_entries();
       entry->set_policy(PolicyToProto(policy));
       entry->set_budget_bytes(budget);
-      entry->set_budget_fraction_of_peak(
-          peak > 0 ? static_cast<double>(budget) / peak : 0);
+      if (budget == kUnlimitedBytes) {
+        entry->set_budget_unlimited(true);
+      } else if (peak > 0) {
+        entry->set_budget_fraction_of_peak(static_cast<double>(budget) / peak);
+      }
       *entry->mutable_report() = PlanningReportToProto(in.trace(), result);
       entry->mutable_report()->clear_plan();
     }

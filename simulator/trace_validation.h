@@ -71,8 +71,7 @@ absl::Status FinishTrace(std::vector<std::pair<int32_t, int32_t>>& use_pairs,
 //   static bool KindIsValid(const Operator&);
 //   static OpKind KindOf(const Operator&);
 template <typename Form, typename TraceLike>
-absl::Status CheckOperators(const TraceLike& in, Trace& trace) {
-  FieldViolations v;
+void CheckOperators(const TraceLike& in, Trace& trace, FieldViolations& v) {
   const int n = in.operators_size();
   trace.ops.resize(n);
   Phase previous = Phase::kForward;
@@ -121,12 +120,14 @@ absl::Status CheckOperators(const TraceLike& in, Trace& trace) {
     if (out.phase == Phase::kForward) ++trace.num_forward_ops;
     if (out.phase == Phase::kBackward) ++trace.num_backward_ops;
   }
-  return v.ToStatus();
 }
 
+// Checks the tensors against the operators as converted, even where those
+// had violations (an invalid phase reads as forward), so that one answer
+// names the problems of both; builds the relations only when there are none.
 template <typename TraceLike>
-absl::Status CheckTensors(const TraceLike& in, Trace& trace) {
-  FieldViolations v;
+absl::Status CheckTensors(const TraceLike& in, Trace& trace,
+                          FieldViolations& v) {
   const int n = in.tensors_size();
   const int num_ops = trace.num_ops();
   trace.tensors.resize(n);
@@ -253,8 +254,9 @@ absl::StatusOr<Trace> Validate(const TraceLike& in) {
   }
   Trace trace;
   trace.name = std::string(in.name());
-  SLACKSWAP_RETURN_IF_ERROR(CheckOperators<Form>(in, trace));
-  SLACKSWAP_RETURN_IF_ERROR(CheckTensors(in, trace));
+  FieldViolations v;
+  CheckOperators<Form>(in, trace, v);
+  SLACKSWAP_RETURN_IF_ERROR(CheckTensors(in, trace, v));
   return trace;
 }
 

@@ -255,6 +255,19 @@ class ServerTest(unittest.TestCase):
             self.assertGreater(reports["server"]["server_cpu_seconds"], 0.05)
             self.assertEqual(reports["idle"]["server_cpu_seconds"], 0)
 
+    def test_help_lists_the_flags_and_version_names_the_build(self):
+        helped = subprocess.run([ARGS.server, "--help"], capture_output=True, text=True,
+                                timeout=30)
+        self.assertEqual(helped.returncode, 1, helped.stderr)  # Abseil's --help exit
+        text = helped.stdout + helped.stderr
+        for flag in ("--listen", "--metrics", "--max_concurrent_requests", "--tls_cert",
+                     "--grace", "--max_call_work"):
+            self.assertIn(flag, text)
+        versioned = subprocess.run([ARGS.server, "--version"], capture_output=True, text=True,
+                                   timeout=30)
+        self.assertEqual(versioned.returncode, 0, versioned.stderr)
+        self.assertRegex(versioned.stdout, r"^slackswap-server \d+\.\d+\.\d+ \(revision \S+\)\n$")
+
     def test_garbage_bytes_do_not_hurt_the_server(self):
         import grpc
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=5) as s:
@@ -284,6 +297,7 @@ class ServerTest(unittest.TestCase):
                 'grpc_server_handling_seconds_count{grpc_method="Plan"}': 1,
                 'slackswap_queue_wait_seconds_count{grpc_method="Plan"}': 1,
                 "slackswap_build_info": 1,
+                'slackswap_build_info{revision!=""}': 1,
             }
             for query, minimum in checks.items():
                 self.assertGreaterEqual(prom.wait_for(query, minimum), minimum, query)

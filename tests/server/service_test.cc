@@ -1,6 +1,7 @@
 // Every RPC of PlannerService through a real gRPC server (in-process
 // channel), including each error class and its field path.
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -126,6 +127,15 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
       stub_->GenerateTrace(&cg, generate, &generated);
   EXPECT_EQ(bad_preset.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(FieldViolationsOf(bad_preset)[0].field, "workload_preset");
+  // The hardware preset is required too.
+  generate.set_workload_preset("gpt2-xl");
+  generate.clear_hardware_preset();
+  grpc::ClientContext cg2;
+  const grpc::Status no_hardware =
+      stub_->GenerateTrace(&cg2, generate, &generated);
+  EXPECT_EQ(no_hardware.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_FALSE(FieldViolationsOf(no_hardware).empty());
+  EXPECT_EQ(FieldViolationsOf(no_hardware)[0].field, "hardware_preset");
 
   v1::SimulateRequest simulate;
   *simulate.mutable_trace() = PlanRequest(0.5).trace();
@@ -357,14 +367,24 @@ TEST_F(ServiceTest, CompareAndFrontier) {
   *compare.mutable_hardware() = base.hardware();
   compare.add_budgets()->set_fraction_of_peak(0.6);
   compare.add_budgets()->set_fraction_of_peak(0.8);
+  compare.add_budgets()->set_unlimited(true);
   compare.add_policies(v1::POLICY_SLACKSWAP);
   compare.add_policies(v1::POLICY_CHECKPOINTING);
   v1::CompareResponse compared;
   grpc::ClientContext cc;
   ASSERT_TRUE(stub_->Compare(&cc, compare, &compared).ok());
-  ASSERT_EQ(compared.comparison().entries_size(), 4);
+  ASSERT_EQ(compared.comparison().entries_size(), 6);
   EXPECT_EQ(compared.comparison().entries(1).policy(),
             v1::POLICY_CHECKPOINTING);
+  // A limited budget is a fraction of the peak; an unlimited one says so
+  // instead of a fraction near 10^8.
+  const v1::ComparisonEntry& limited = compared.comparison().entries(2);
+  EXPECT_FALSE(limited.budget_unlimited());
+  EXPECT_NEAR(limited.budget_fraction_of_peak(), 0.8, 1e-6);
+  const v1::ComparisonEntry& unlimited = compared.comparison().entries(4);
+  EXPECT_TRUE(unlimited.budget_unlimited());
+  EXPECT_EQ(unlimited.budget_fraction_of_peak(), 0);
+  EXPECT_EQ(unlimited.budget_bytes(), std::numeric_limits<int64_t>::max());
 
   v1::FrontierRequest frontier;
   *frontier.mutable_trace() = base.trace();

@@ -46,6 +46,28 @@ void ExpectTraceViolation(
   ExpectViolation(TraceFromProto(t.proto).status(), field, code);
 }
 
+// Operator and tensor problems come back in one answer: a client fixes them
+// all from one round trip.
+TEST(TraceValidationTest, ReportsOperatorAndTensorViolationsTogether) {
+  TinyTrace t = Valid();
+  t.proto.mutable_operators(1)->set_duration_ns(-1);
+  t.proto.mutable_operators(2)->set_kind(static_cast<v1::OpKind>(99));
+  t.proto.mutable_tensors(1)->set_size_bytes(-5);
+  t.proto.mutable_tensors(0)->add_use_ops(7);
+  const absl::Status status = TraceFromProto(t.proto).status();
+  ExpectViolation(status, "trace.operators[1].duration_ns");
+  std::vector<std::string> fields;
+  for (const FieldViolation& v : FieldViolationsOf(status))
+    fields.push_back(v.field);
+  EXPECT_EQ(fields, (std::vector<std::string>{
+                        "trace.operators[1].duration_ns",
+                        "trace.operators[2].kind",
+                        "trace.tensors[0].use_ops[2]",
+                        "trace.tensors[1].size_bytes",
+                    }));
+  EXPECT_TRUE(absl::StrContains(status.message(), "(and 3 more)")) << status;
+}
+
 TEST(TraceValidationTest, ValidTraceIsAcceptedWithDerivedFields) {
   absl::StatusOr<Trace> trace = TraceFromProto(Valid().proto);
   ASSERT_TRUE(trace.ok()) << trace.status();

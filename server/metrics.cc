@@ -11,6 +11,25 @@ prometheus::Histogram::BucketBoundaries Seconds() {
           0.25,   0.5,   1,      2.5,   5,    10,    30};
 }
 
+// 1 KiB to 1 GiB in powers of four: requests are mostly their trace.
+prometheus::Histogram::BucketBoundaries Bytes() {
+  prometheus::Histogram::BucketBoundaries bounds;
+  for (double b = 1024; b <= double{1 << 30}; b *= 4) bounds.push_back(b);
+  return bounds;
+}
+
+const char* PlanCallName(PlanCall call) {
+  switch (call) {
+    case PlanCall::kPlan:
+      return "Plan";
+    case PlanCall::kCompare:
+      return "Compare";
+    case PlanCall::kFrontier:
+      return "Frontier";
+  }
+  return "";
+}
+
 int CodeIndex(grpc::StatusCode code) {
   const int i = static_cast<int>(code);
   return i >= 0 && i < kNumCodes ? i
@@ -55,26 +74,34 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
               "Time an admitted RPC waited for a planning thread, by method: "
               "the part of its latency that more replicas would remove.")
           .Register(registry);
+  auto& request_bytes =
+      prometheus::BuildHistogram()
+          .Name("slackswap_request_bytes")
+          .Help("Size of each request received, by method, refused or not.")
+          .Register(registry);
+  auto& response_bytes = prometheus::BuildHistogram()
+                             .Name("slackswap_response_bytes")
+                             .Help("Size of each response sent, by method.")
+                             .Register(registry);
   for (int m = 0; m < kNumMethods; ++m) {
-    const std::string method = MethodName(static_cast<Method>(m));
+    const prometheus::Labels call = {
+        {"grpc_service", "slackswap.v1.PlannerService"},
+        {"grpc_type", "unary"},
+        {"grpc_method", MethodName(static_cast<Method>(m))}};
     for (int c = 0; c < kNumCodes; ++c) {
-      handled_[m][c] = &handled.Add(
-          {{"grpc_service", "slackswap.v1.PlannerService"},
-           {"grpc_method", method},
-           {"grpc_code", GrpcCodeName(static_cast<grpc::StatusCode>(c))}});
+      prometheus::Labels labels = call;
+      labels["grpc_code"] = GrpcCodeName(static_cast<grpc::StatusCode>(c));
+      handled_[m][c] = &handled.Add(labels);
     }
-    handling_[m] =
-        &handling.Add({{"grpc_service", "slackswap.v1.PlannerService"},
-                       {"grpc_method", method}},
-                      Seconds());
+    handling_[m] = &handling.Add(call, Seconds());
     // Finer at the low end than Seconds(): an idle server hands a call over
     // within microseconds.
-    queue_wait_[m] =
-        &queue_wait.Add({{"grpc_service", "slackswap.v1.PlannerService"},
-                         {"grpc_method", method}},
-                        prometheus::Histogram::BucketBoundaries{
-                            0.00001, 0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                            0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30});
+    queue_wait_[m] = &queue_wait.Add(
+        call, prometheus::Histogram::BucketBoundaries{
+                  0.00001, 0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                  0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30});
+    request_bytes_[m] = &request_bytes.Add(call, Bytes());
+    response_bytes_[m] = &response_bytes.Add(call, Bytes());
   }
   inflight_ = &prometheus::BuildGauge()
                    .Name("slackswap_inflight_requests")
@@ -83,6 +110,21 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
                        "their turn.")
                    .Register(registry)
                    .Add({});
+  max_concurrent_ =
+      &prometheus::BuildGauge()
+           .Name("slackswap_max_concurrent_requests")
+           .Help(
+               "Calls admitted at once (--max_concurrent_requests)"
+               ": more are refused with RESOURCE_EXHAUSTED.")
+           .Register(registry)
+           .Add({});
+  planning_threads_ = &prometheus::BuildGauge()
+                           .Name("slackswap_planning_threads")
+                           .Help(
+                               "Calls planned at once; admitted calls beyond "
+                               "it wait in arrival order.")
+                           .Register(registry)
+                           .Add({});
   prometheus::BuildGauge()
       .Name("slackswap_build_info")
       .Help("Always 1; the labels say which build is running.")
@@ -93,52 +135,70 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
   auto& plans =
       prometheus::BuildCounter()
           .Name("slackswap_plans_total")
-          .Help("Plans made, by policy and outcome (planned or infeasible).")
+          .Help(
+              "Plans made, by the call they were made for (Plan, or a "
+              "Compare entry or Frontier point), policy and outcome (planned "
+              "or infeasible).")
           .Register(registry);
-  auto& throughput = prometheus::BuildHistogram()
-                         .Name("slackswap_plan_throughput_ratio")
-                         .Help(
-                             "Predicted throughput of each feasible plan, as a "
-                             "fraction of ideal.")
-                         .Register(registry);
+  auto& throughput =
+      prometheus::BuildHistogram()
+          .Name("slackswap_plan_throughput_ratio")
+          .Help(
+              "Predicted throughput of each feasible plan a Plan "
+              "call returned, as a fraction of ideal.")
+          .Register(registry);
   auto& stall =
       prometheus::BuildHistogram()
           .Name("slackswap_plan_stall_seconds")
-          .Help("Predicted stall per iteration of each feasible plan.")
+          .Help(
+              "Predicted stall per iteration of each feasible plan a Plan "
+              "call returned.")
           .Register(registry);
   auto& recompute =
       prometheus::BuildHistogram()
           .Name("slackswap_plan_recompute_seconds")
-          .Help("Predicted recompute time per iteration of each feasible plan.")
+          .Help(
+              "Predicted recompute time per iteration of each feasible plan a "
+              "Plan call returned.")
           .Register(registry);
   auto& planning = prometheus::BuildHistogram()
                        .Name("slackswap_planning_seconds")
-                       .Help("Time to make one plan.")
+                       .Help("Time to make the plan of one Plan call.")
                        .Register(registry);
   auto& repairs = prometheus::BuildHistogram()
                       .Name("slackswap_plan_repair_iterations")
-                      .Help("Replays in validation and repair per plan.")
+                      .Help(
+                          "Validation and repair rounds per plan of a Plan "
+                          "call.")
                       .Register(registry);
   auto& gap = prometheus::BuildHistogram()
                   .Name("slackswap_plan_lower_bound_gap_ratio")
                   .Help(
                       "(predicted iteration - lower bound) / lower bound, per "
-                      "feasible plan.")
+                      "feasible plan a Plan call returned.")
                   .Register(registry);
   auto& swapped = prometheus::BuildCounter()
                       .Name("slackswap_swapped_bytes_total")
-                      .Help("Bytes the plans made swap, summed over plans.")
+                      .Help(
+                          "Bytes the plans of Plan calls swap, summed over "
+                          "plans.")
                       .Register(registry);
   auto& recomputed =
       prometheus::BuildCounter()
           .Name("slackswap_recomputed_bytes_total")
-          .Help("Bytes the plans made recompute, summed over plans.")
+          .Help("Bytes the plans of Plan calls recompute, summed over plans.")
           .Register(registry);
   for (int p = 0; p < kNumPolicies; ++p) {
     const std::string policy = PolicyName(static_cast<Policy>(p));
     PerPolicy& m = policies_[p];
-    m.planned = &plans.Add({{"policy", policy}, {"outcome", "planned"}});
-    m.infeasible = &plans.Add({{"policy", policy}, {"outcome", "infeasible"}});
+    for (int c = 0; c < kNumPlanCalls; ++c) {
+      const std::string call = PlanCallName(static_cast<PlanCall>(c));
+      m.planned[c] = &plans.Add(
+          {{"grpc_method", call}, {"policy", policy}, {"outcome", "planned"}});
+      m.infeasible[c] = &plans.Add({{"grpc_method", call},
+                                    {"policy", policy},
+                                    {"outcome", "infeasible"}});
+    }
     m.throughput = &throughput.Add(
         {{"policy", policy}},
         prometheus::Histogram::BucketBoundaries{0.3, 0.5, 0.7, 0.8, 0.9, 0.95,
@@ -158,6 +218,22 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
   }
 }
 
+void ServerMetrics::SetCapacity(int max_concurrent_calls,
+                                int planning_threads) {
+  max_concurrent_->Set(max_concurrent_calls);
+  planning_threads_->Set(planning_threads);
+}
+
+void ServerMetrics::CallReceived(Method method, int64_t request_bytes) {
+  request_bytes_[static_cast<int>(method)]->Observe(
+      static_cast<double>(request_bytes));
+}
+
+void ServerMetrics::ResponseSent(Method method, int64_t response_bytes) {
+  response_bytes_[static_cast<int>(method)]->Observe(
+      static_cast<double>(response_bytes));
+}
+
 void ServerMetrics::CallFinished(Method method, grpc::StatusCode code,
                                  absl::Duration took) {
   inflight_->Decrement();
@@ -174,16 +250,15 @@ void ServerMetrics::CallRejected(Method method, grpc::StatusCode code) {
   handled_[static_cast<int>(method)][CodeIndex(code)]->Increment();
 }
 
-void ServerMetrics::Planned(Policy policy, const PlanningResult& result,
-                            absl::Duration took) {
+void ServerMetrics::Planned(PlanCall call, Policy policy,
+                            const PlanningResult& result, absl::Duration took) {
   PerPolicy& m = policies_[static_cast<int>(policy)];
+  const int c = static_cast<int>(call);
+  (result.feasible ? m.planned[c] : m.infeasible[c])->Increment();
+  if (call != PlanCall::kPlan) return;
   m.planning->Observe(absl::ToDoubleSeconds(took));
   m.repairs->Observe(result.stats.repair_iterations);
-  if (!result.feasible) {
-    m.infeasible->Increment();
-    return;
-  }
-  m.planned->Increment();
+  if (!result.feasible) return;
   const SimulationResult& r = result.replay;
   m.throughput->Observe(r.throughput_ratio);
   m.stall->Observe(static_cast<double>(r.stall_ns()) / 1e9);

@@ -4,12 +4,24 @@
 // created at start-up (method, status code, policy, outcome); no client string
 // ever becomes a label. Names use base units and `_total` on counters.
 //
-//   grpc_server_handled_total{grpc_method,grpc_code}      counter
-//   grpc_server_handling_seconds{grpc_method}             histogram
-//   slackswap_queue_wait_seconds{grpc_method}             histogram
+// Per RPC (labels grpc_service, grpc_type "unary", grpc_method; every call
+// counted, including those refused before they started: over the
+// concurrency limit, or a request or response over --max_message_bytes):
+//   grpc_server_handled_total{...,grpc_code}              counter
+//   grpc_server_handling_seconds{...}                     histogram
+//   slackswap_queue_wait_seconds{...}                     histogram
+//   slackswap_request_bytes{...}                          histogram
+//   slackswap_response_bytes{...}                         histogram
+// Capacity and state:
 //   slackswap_inflight_requests                           gauge
+//   slackswap_max_concurrent_requests                     gauge
+//   slackswap_planning_threads                            gauge
 //   slackswap_build_info{version,revision}                gauge (1)
-//   slackswap_plans_total{policy,outcome}                 counter
+// Plans: every plan made, by the call it was made for (grpc_method Plan,
+// Compare or Frontier):
+//   slackswap_plans_total{grpc_method,policy,outcome}     counter
+// Plan quality, of the plans that Plan calls return only (comparison entries
+// and frontier points are what-ifs):
 //   slackswap_plan_throughput_ratio{policy}               histogram
 //   slackswap_plan_stall_seconds{policy}                  histogram
 //   slackswap_plan_recompute_seconds{policy}              histogram
@@ -18,12 +30,16 @@
 //   slackswap_plan_lower_bound_gap_ratio{policy}          histogram
 //   slackswap_swapped_bytes_total{policy}                 counter
 //   slackswap_recomputed_bytes_total{policy}              counter
+// The process (process_metrics.h): process_cpu_seconds_total,
+// process_resident_memory_bytes, process_virtual_memory_bytes,
+// process_open_fds, process_max_fds, process_start_time_seconds.
 //
 // Thread-safe.
 #ifndef SLACKSWAP_SERVER_METRICS_H_
 #define SLACKSWAP_SERVER_METRICS_H_
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -52,6 +68,13 @@ class ServerMetrics : public PlanObserver {
   ServerMetrics(prometheus::Registry& registry, const std::string& version,
                 const std::string& revision = "unknown");
 
+  // The service's capacity: calls admitted at once and planning threads.
+  void SetCapacity(int max_concurrent_calls, int planning_threads);
+
+  // Every call's request size, counted before anything else happens to it.
+  void CallReceived(Method method, int64_t request_bytes);
+  // The size of a response that was sent.
+  void ResponseSent(Method method, int64_t response_bytes);
   void CallStarted() { inflight_->Increment(); }
   // An admitted call reached a planning thread after waiting `waited` for
   // the calls ahead of it.
@@ -60,13 +83,14 @@ class ServerMetrics : public PlanObserver {
   // A call refused before it started (over the concurrency limit).
   void CallRejected(Method method, grpc::StatusCode code);
 
-  void Planned(Policy policy, const PlanningResult& result,
+  void Planned(PlanCall call, Policy policy, const PlanningResult& result,
                absl::Duration took) override;
 
  private:
   struct PerPolicy {
-    prometheus::Counter* planned = nullptr;
-    prometheus::Counter* infeasible = nullptr;
+    // By PlanCall.
+    std::array<prometheus::Counter*, kNumPlanCalls> planned{};
+    std::array<prometheus::Counter*, kNumPlanCalls> infeasible{};
     prometheus::Histogram* throughput = nullptr;
     prometheus::Histogram* stall = nullptr;
     prometheus::Histogram* recompute = nullptr;
@@ -81,7 +105,11 @@ class ServerMetrics : public PlanObserver {
       handled_{};
   std::array<prometheus::Histogram*, kNumMethods> handling_{};
   std::array<prometheus::Histogram*, kNumMethods> queue_wait_{};
+  std::array<prometheus::Histogram*, kNumMethods> request_bytes_{};
+  std::array<prometheus::Histogram*, kNumMethods> response_bytes_{};
   prometheus::Gauge* inflight_ = nullptr;
+  prometheus::Gauge* max_concurrent_ = nullptr;
+  prometheus::Gauge* planning_threads_ = nullptr;
   std::array<PerPolicy, kNumPolicies> policies_{};
 };
 

@@ -177,6 +177,7 @@ void MetricsEndpoint::Run() {
     } else if (path != "/metrics") {
       c.out = Response("404 Not Found", "text/plain", "try /metrics\n", head);
     } else {
+      if (options_.before_scrape) options_.before_scrape();
       c.out = Response(
           "200 OK", "text/plain; version=0.0.4; charset=utf-8",
           prometheus::TextSerializer().Serialize(registry_->Collect()), head);

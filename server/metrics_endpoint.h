@@ -26,6 +26,7 @@
 #ifndef SLACKSWAP_SERVER_METRICS_ENDPOINT_H_
 #define SLACKSWAP_SERVER_METRICS_ENDPOINT_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -39,6 +40,9 @@ namespace slackswap {
 struct MetricsEndpointOptions {
   int max_connections = 64;
   absl::Duration request_timeout = absl::Seconds(5);
+  // Called on the endpoint's thread before each scrape collects the
+  // registry (to read values that are sampled, not counted).
+  std::function<void()> before_scrape;
 };
 
 class MetricsEndpoint {

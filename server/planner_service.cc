@@ -95,9 +95,11 @@ PlannerServiceImpl::PlannerServiceImpl(int max_concurrent_calls,
                                        int planning_threads,
                                        ServerMetrics* metrics,
                                        CallLimits limits,
-                                       absl::Duration max_call_duration)
+                                       absl::Duration max_call_duration,
+                                       int64_t max_message_bytes)
     : max_concurrent_calls_(max_concurrent_calls),
       max_call_duration_(max_call_duration),
+      max_message_bytes_(max_message_bytes),
       metrics_(metrics),
       core_(metrics, limits) {
   const int threads = planning_threads > 0 ? planning_threads : UsableCpus();
@@ -136,19 +138,36 @@ void PlannerServiceImpl::RunWorker() {
   }
 }
 
+grpc::ServerUnaryReactor* PlannerServiceImpl::Refuse(
+    Method method, grpc::ServerUnaryReactor* reactor,
+    const grpc::Status& status) {
+  if (metrics_ != nullptr) metrics_->CallRejected(method, status.error_code());
+  reactor->Finish(status);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
-    Method method, grpc::CallbackServerContext* context,
+    Method method, grpc::CallbackServerContext* context, int64_t request_bytes,
     std::function<absl::Status(const StopFunction&)> work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (metrics_ != nullptr) metrics_->CallReceived(method, request_bytes);
+  if (max_message_bytes_ > 0 && request_bytes > max_message_bytes_) {
+    return Refuse(
+        method, reactor,
+        grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("request: ", request_bytes,
+                         " bytes, over the server's limit of ",
+                         max_message_bytes_, " (--max_message_bytes)")));
+  }
   if (inflight_.fetch_add(1) >= max_concurrent_calls_) {
     inflight_.fetch_sub(1);
-    if (metrics_ != nullptr)
-      metrics_->CallRejected(method, grpc::StatusCode::RESOURCE_EXHAUSTED);
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("server busy: ", max_concurrent_calls_,
-                     " calls in flight; retry later or on another replica")));
-    return reactor;
+    return Refuse(
+        method, reactor,
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     absl::StrCat("server busy: ", max_concurrent_calls_,
+                                  " calls in flight; retry later or on "
+                                  "another replica")));
   }
   if (metrics_ != nullptr) metrics_->CallStarted();
   const absl::Time start = absl::Now();
@@ -188,8 +207,9 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
     Method method, grpc::CallbackServerContext* context,
     const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Call call) {
   return Handle(
-      method, context,
-      [request, response, call = std::move(call)](const StopFunction& stop) {
+      method, context, static_cast<int64_t>(request->Length()),
+      [this, method, request, response,
+       call = std::move(call)](const StopFunction& stop) {
         google::protobuf::Arena arena(RequestArenaOptions());
         std::optional<absl::StatusOr<Trace>> trace;
         const Request* message = ParseRequest<Request>(*request, arena, trace);
@@ -210,6 +230,16 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
         if (!written.ok()) {
           return absl::InternalError("the response could not be serialized");
         }
+        const int64_t response_bytes = static_cast<int64_t>(response->Length());
+        if (max_message_bytes_ > 0 && response_bytes > max_message_bytes_) {
+          response->Clear();
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "response: ", response_bytes,
+              " bytes, over the server's limit of ", max_message_bytes_,
+              " (--max_message_bytes); ask for less (fewer budgets or "
+              "policies, no timeline) or raise the limit"));
+        }
+        if (metrics_ != nullptr) metrics_->ResponseSent(method, response_bytes);
         return absl::OkStatus();
       });
 }

@@ -48,10 +48,13 @@ class PlannerServiceImpl final : public RawPlannerService {
   // otherwise it must outlive the service.
   // `limits` bound each call's memory and work (service_core.h);
   // `max_call_duration` (0: none) bounds its time whatever the client's
-  // deadline: past it the call gets DEADLINE_EXCEEDED.
+  // deadline: past it the call gets DEADLINE_EXCEEDED. A request or a
+  // response over `max_message_bytes` (0: none) gets RESOURCE_EXHAUSTED
+  // naming which, and is counted like any other call.
   PlannerServiceImpl(int max_concurrent_calls, int planning_threads,
                      ServerMetrics* metrics, CallLimits limits = CallLimits(),
-                     absl::Duration max_call_duration = absl::ZeroDuration());
+                     absl::Duration max_call_duration = absl::ZeroDuration(),
+                     int64_t max_message_bytes = 0);
   // Runs what is queued, then joins the planning threads. The gRPC server
   // must have been shut down first.
   ~PlannerServiceImpl() override;
@@ -83,17 +86,24 @@ class PlannerServiceImpl final : public RawPlannerService {
                                   grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response, Call call);
-  // Admits the call or refuses it, then queues `work` to run in arrival order
-  // and finish the call with its status.
+  // Admits the call or refuses it (over the concurrency limit, or a request
+  // of `request_bytes` over max_message_bytes), then queues `work` to run in
+  // arrival order and finish the call with its status.
   grpc::ServerUnaryReactor* Handle(
       Method method, grpc::CallbackServerContext* context,
+      int64_t request_bytes,
       std::function<absl::Status(const StopFunction&)> work);
+  // Finishes a call refused before it started.
+  grpc::ServerUnaryReactor* Refuse(Method method,
+                                   grpc::ServerUnaryReactor* reactor,
+                                   const grpc::Status& status);
   void Submit(std::function<void()> job);
   // A planning thread: runs queued jobs in order until stopped.
   void RunWorker();
 
   const int max_concurrent_calls_;
   const absl::Duration max_call_duration_;
+  const int64_t max_message_bytes_;
   ServerMetrics* metrics_;
   ServiceCore core_;
   std::atomic<int> inflight_{0};

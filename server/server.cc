@@ -1,5 +1,9 @@
 #include "server/server.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "base/file.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -79,23 +83,35 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
   s->registry_ = std::make_shared<prometheus::Registry>();
   s->metrics_ = std::make_unique<ServerMetrics>(*s->registry_, options.version,
                                                 options.revision);
+  s->process_metrics_ = std::make_unique<ProcessMetrics>(*s->registry_);
   if (!options.metrics_address.empty()) {
+    MetricsEndpointOptions endpoint_options;
+    ProcessMetrics* process = s->process_metrics_.get();
+    endpoint_options.before_scrape = [process] { process->Update(); };
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
-        MetricsEndpoint::Start(options.metrics_address, s->registry_);
+        MetricsEndpoint::Start(options.metrics_address, s->registry_,
+                               endpoint_options);
     if (!endpoint.ok()) return endpoint.status();
     s->metrics_endpoint_ = *std::move(endpoint);
     s->metrics_port_ = s->metrics_endpoint_->port();
   }
   s->service_ = std::make_unique<PlannerServiceImpl>(
       options.max_concurrent_calls, options.planning_threads, s->metrics_.get(),
-      options.call_limits, options.max_call_duration);
+      options.call_limits, options.max_call_duration,
+      options.max_message_bytes);
+  s->metrics_->SetCapacity(options.max_concurrent_calls,
+                           s->service_->planning_threads());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, *credentials, &s->port_);
   builder.RegisterService(s->service_.get());
-  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  // The service refuses a request over the limit itself (counted, and named
+  // in the error); gRPC drops those over twice the limit unread, uncounted.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<int64_t>(2 * int64_t{options.max_message_bytes},
+                                         std::numeric_limits<int>::max())));
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // Two processes must never share a port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -24,6 +24,7 @@
 #include "server/metrics.h"
 #include "server/metrics_endpoint.h"
 #include "server/planner_service.h"
+#include "server/process_metrics.h"
 
 namespace slackswap {
 
@@ -80,8 +81,10 @@ class PlanningServer {
   PlanningServer() = default;
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<ProcessMetrics> process_metrics_;
+  // After the metrics it reads: stopped first.
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<PlannerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -189,8 +189,8 @@ absl::Status ServiceCore::CheckCost(const Trace& trace,
 }
 
 absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
-    Policy policy, const Trace& trace, const Hardware& hardware, int64_t budget,
-    const PolicyOptions& options) const {
+    PlanCall call, Policy policy, const Trace& trace, const Hardware& hardware,
+    int64_t budget, const PolicyOptions& options) const {
   const absl::Time start = absl::Now();
   SLACKSWAP_ASSIGN_OR_RETURN(
       PlanningResult result,
@@ -204,7 +204,7 @@ absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
         budget, "; please report it"));
   }
   if (observer_ != nullptr)
-    observer_->Planned(policy, result, absl::Now() - start);
+    observer_->Planned(call, policy, result, absl::Now() - start);
   return result;
 }
 
@@ -231,9 +231,9 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
       in.trace(), {policy}, slackswap.has_value() ? 17 : 1, options, "trace"));
   if (should_stop && should_stop()) return Stopped();
   const absl::Time start = absl::Now();
-  SLACKSWAP_ASSIGN_OR_RETURN(
-      PlanningResult result,
-      RunObserved(policy, in.trace(), in.hardware, budget, options));
+  SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult result,
+                             RunObserved(PlanCall::kPlan, policy, in.trace(),
+                                         in.hardware, budget, options));
   result.proven_floor_bytes = ComputeProvenFloor(in.trace()).bytes;
   if (!result.feasible && slackswap.has_value()) {
     SLACKSWAP_RETURN_IF_ERROR(
@@ -330,9 +330,14 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
     for (Policy policy : policies) {
       if (should_stop && should_stop())
         return absl::CancelledError("comparison stopped");
+      const absl::Time start = absl::Now();
       SLACKSWAP_ASSIGN_OR_RETURN(
           PlanningResult result,
           RunPolicy(policy, in.trace(), in.hardware, budget, options));
+      if (observer_ != nullptr) {
+        observer_->Planned(PlanCall::kCompare, policy, result,
+                           absl::Now() - start);
+      }
       v1::ComparisonEntry* entry = comparison.add_entries();
       entry->set_policy(PolicyToProto(policy));
       entry->set_budget_bytes(budget);
@@ -397,7 +402,8 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
       ComputeFrontier(in.trace(), fractions, target,
                       [&](int64_t budget) -> absl::StatusOr<PlanningResult> {
                         if (should_stop && should_stop()) return Stopped();
-                        return RunObserved(Policy::kSlackSwap, in.trace(),
+                        return RunObserved(PlanCall::kFrontier,
+                                           Policy::kSlackSwap, in.trace(),
                                            in.hardware, budget, options);
                       }));
   const int64_t peak = frontier.all_keep_peak_bytes;

@@ -30,12 +30,18 @@
 
 namespace slackswap {
 
+// The call a plan was made for: a Plan call's answer, or one entry of a
+// comparison or one point of a frontier (what-ifs, which must not skew the
+// quality of the plans that clients apply).
+enum class PlanCall { kPlan, kCompare, kFrontier };
+inline constexpr int kNumPlanCalls = static_cast<int>(PlanCall::kFrontier) + 1;
+
 // Told about every plan the service makes (for metrics).
 class PlanObserver {
  public:
   virtual ~PlanObserver() = default;
-  virtual void Planned(Policy policy, const PlanningResult& result,
-                       absl::Duration took) = 0;
+  virtual void Planned(PlanCall call, Policy policy,
+                       const PlanningResult& result, absl::Duration took) = 0;
 };
 
 // What one call may cost, checked before any planning starts; 0 turns a
@@ -98,8 +104,9 @@ class ServiceCore {
                          int64_t runs_per_policy, const PolicyOptions& options,
                          absl::string_view work_field) const;
   absl::StatusOr<PlanningResult> RunObserved(
-      Policy policy, const Trace& trace, const Hardware& hardware,
-      int64_t budget, const PolicyOptions& options) const;
+      PlanCall call, Policy policy, const Trace& trace,
+      const Hardware& hardware, int64_t budget,
+      const PolicyOptions& options) const;
 
   PlanObserver* observer_;
   const CallLimits limits_;

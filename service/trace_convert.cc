@@ -14,12 +14,8 @@ struct ProtoForm {
     return PhaseFromProto(op.phase());
   }
   template <typename Operator>
-  static bool KindIsValid(const Operator& op) {
-    return KindFromProto(op.kind()).has_value();
-  }
-  template <typename Operator>
-  static OpKind KindOf(const Operator& op) {
-    return KindFromProto(op.kind()).value_or(OpKind::kOther);
+  static std::optional<OpKind> KindOf(const Operator& op) {
+    return KindFromProto(op.kind());
   }
 };
 
@@ -43,6 +39,10 @@ constexpr KindPair kKinds[] = {
     {OpKind::kOptimizer, v1::OP_KIND_OPTIMIZER},
     {OpKind::kOther, v1::OP_KIND_UNSPECIFIED},
 };
+
+static_assert(static_cast<int>(OpKind::kMatmul) == v1::OP_KIND_MATMUL &&
+                  static_cast<int>(OpKind::kOptimizer) == v1::OP_KIND_OPTIMIZER,
+              "KindFromProto maps the wire numbers 1 to 10 directly");
 
 }  // namespace
 
@@ -72,9 +72,13 @@ v1::Phase PhaseToProto(Phase phase) {
 }
 
 std::optional<OpKind> KindFromProto(v1::OpKind kind) {
-  for (const KindPair& p : kKinds) {
-    if (p.proto == kind) return p.kind;
-  }
+  // The wire numbers 1 to 10 are the internal kinds from kMatmul on; 0
+  // (unspecified) and 11 are "other" (kKinds states the pairs, and the
+  // trace conversion test checks both directions).
+  if (kind >= v1::OP_KIND_MATMUL && kind <= v1::OP_KIND_OPTIMIZER)
+    return static_cast<OpKind>(static_cast<int>(kind));
+  if (kind == v1::OP_KIND_UNSPECIFIED || kind == v1::OP_KIND_OTHER)
+    return OpKind::kOther;
   return std::nullopt;
 }
 

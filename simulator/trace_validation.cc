@@ -178,11 +178,10 @@ struct SpecForm {
     }
     return std::nullopt;
   }
-  static bool KindIsValid(const SpecOperator& op) {
-    return static_cast<int>(op.op.kind) <= static_cast<int>(OpKind::kOptimizer);
-  }
-  static OpKind KindOf(const SpecOperator& op) {
-    return KindIsValid(op) ? op.op.kind : OpKind::kOther;
+  static std::optional<OpKind> KindOf(const SpecOperator& op) {
+    if (static_cast<int>(op.op.kind) > static_cast<int>(OpKind::kOptimizer))
+      return std::nullopt;
+    return op.op.kind;
   }
 };
 

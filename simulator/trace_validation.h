@@ -66,10 +66,10 @@ absl::Status FinishTrace(std::vector<std::pair<int32_t, int32_t>>& use_pairs,
                          std::vector<std::pair<int32_t, int32_t>>& input_pairs,
                          Trace& trace);
 
-// A Form reads the enums of one form of a trace:
-//   static std::optional<Phase> PhaseOf(const Operator&);   // nullopt: none
-//   static bool KindIsValid(const Operator&);
-//   static OpKind KindOf(const Operator&);
+// A Form reads the enums of one form of a trace (nullopt: a value the form
+// does not define):
+//   static std::optional<Phase> PhaseOf(const Operator&);
+//   static std::optional<OpKind> KindOf(const Operator&);
 template <typename Form, typename TraceLike>
 void CheckOperators(const TraceLike& in, Trace& trace, FieldViolations& v) {
   const int n = in.operators_size();
@@ -91,7 +91,8 @@ void CheckOperators(const TraceLike& in, Trace& trace, FieldViolations& v) {
     } else {
       previous = *phase;
     }
-    if (!Form::KindIsValid(op))
+    const std::optional<OpKind> kind = Form::KindOf(op);
+    if (!kind.has_value())
       v.Add(Path("trace.operators", i, "kind"), "unknown value");
     CheckQuantity(
         v, [i] { return Path("trace.operators", i, "duration_ns"); },
@@ -116,7 +117,7 @@ void CheckOperators(const TraceLike& in, Trace& trace, FieldViolations& v) {
     out.workspace_bytes = op.workspace_bytes();
     out.block_index = op.block_index();
     out.phase = phase.value_or(Phase::kForward);
-    out.kind = Form::KindOf(op);
+    out.kind = kind.value_or(OpKind::kOther);
     if (out.phase == Phase::kForward) ++trace.num_forward_ops;
     if (out.phase == Phase::kBackward) ++trace.num_backward_ops;
   }

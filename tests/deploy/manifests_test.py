@@ -5,6 +5,7 @@ deploy/README.md promises. Usage: manifests_test.py REPO_ROOT
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -68,7 +69,58 @@ class ManifestsTest(unittest.TestCase):
             out = subprocess.run(["promtool", "check", "rules", f.name], capture_output=True,
                                  text=True)
             self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-            self.assertIn("4 rules found", out.stdout)
+            self.assertIn("8 rules found", out.stdout)
+
+    def test_every_alert_is_scoped_labelled_and_has_a_runbook(self):
+        rules = [r for g in self.objects[("PrometheusRule", "slackswap")]["spec"]["groups"]
+                 for r in g["rules"]]
+        with open(os.path.join(ROOT, "deploy", "README.md")) as f:
+            readme = f.read().lower()
+        for rule in rules:
+            expr = rule["expr"]
+            self.assertIn(rule["labels"]["severity"], ("critical", "warning"), rule["alert"])
+            # Only SlackSwap's series: its gRPC service, its own families, its job.
+            if "grpc_server_" in expr:
+                self.assertEqual(expr.count("grpc_server_"),
+                                 expr.count('grpc_service="slackswap.v1.PlannerService"'),
+                                 rule["alert"])
+            if "up{" in expr:
+                self.assertIn('up{job="slackswap"', expr, rule["alert"])
+            self.assertIn("namespace, job", expr, rule["alert"])
+            runbook = rule["annotations"]["runbook_url"]
+            self.assertEqual(runbook, "deploy/README.md#" + rule["alert"].lower())
+            self.assertIn("### " + rule["alert"].lower(), readme)
+
+    def test_promtool_unit_tests_fire_on_ours_and_not_on_foreign_series(self):
+        """tests/deploy/alerts_test.yaml, with each expected alert's annotations
+        taken from its rule ({{ $labels.x }} expanded)."""
+        rules = {r["alert"]: r
+                 for g in self.objects[("PrometheusRule", "slackswap")]["spec"]["groups"]
+                 for r in g["rules"]}
+        with open(os.path.join(ROOT, "tests", "deploy", "alerts_test.yaml")) as f:
+            cases = yaml.safe_load(f)
+        tested = set()
+        for case in cases["tests"]:
+            for check in case["alert_rule_test"]:
+                tested.add(check["alertname"])
+                for alert in check["exp_alerts"]:
+                    labels = alert["exp_labels"]
+                    alert["exp_annotations"] = {
+                        k: re.sub(r"\{\{ \$labels\.(\w+) \}\}",
+                                  lambda m, labels=labels: str(labels[m.group(1)]), v)
+                        for k, v in rules[check["alertname"]]["annotations"].items()}
+                    for text in alert["exp_annotations"].values():
+                        self.assertNotIn("{{", text, check["alertname"])
+        self.assertEqual(tested, set(rules), "every alert has a case")
+        with tempfile.TemporaryDirectory() as work:
+            with open(os.path.join(work, "rules.yaml"), "w") as f:
+                yaml.safe_dump(self.objects[("PrometheusRule", "slackswap")]["spec"], f)
+            with open(os.path.join(work, "alerts_test.yaml"), "w") as f:
+                yaml.safe_dump(cases, f)
+            out = subprocess.run(["promtool", "test", "rules", "alerts_test.yaml"],
+                                 capture_output=True, text=True, cwd=work, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            self.assertIn("SUCCESS", out.stdout + out.stderr)
 
     def test_deployment(self):
         d = self.objects[("Deployment", "slackswap")]
@@ -134,10 +186,24 @@ class ManifestsTest(unittest.TestCase):
         self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
         dashboard = json.loads(cm["data"]["grafana-dashboard.json"])
         titles = [p["title"] for p in dashboard["panels"]]
-        for wanted in ("RPC rate by method and code", "Latency and queue wait by method", "In flight",
+        for wanted in ("RPC rate by method and code", "Latency and queue wait by method",
+                       "In flight against the limit",
+                       "Refused calls (RESOURCE_EXHAUSTED) per second",
+                       "Replicas up and planning threads", "Request size (p50, p99) by method",
                        "Predicted throughput (fraction of ideal)", "Plans by outcome and policy",
                        "Planning time", "Gap to the lower bound"):
             self.assertIn(wanted, titles)
+        # Every query is SlackSwap's, in the namespaces and jobs the variables
+        # select.
+        variables = {v["name"] for v in dashboard["templating"]["list"]}
+        self.assertTrue({"datasource", "namespace", "job"} <= variables, variables)
+        for panel in dashboard["panels"]:
+            for target in panel.get("targets", []):
+                expr = target["expr"]
+                self.assertIn('namespace=~"$namespace"', expr, panel["title"])
+                self.assertGreaterEqual(
+                    expr.count('grpc_service="slackswap.v1.PlannerService"'),
+                    expr.count("grpc_server_"), panel["title"])
 
 
 if __name__ == "__main__":

@@ -287,8 +287,22 @@ class ServerTest(unittest.TestCase):
         self.stub.Plan(self.plan_request(0.6), timeout=30)
 
     def test_prometheus_scrapes_rpc_and_plan_quality_metrics(self):
+        from slackswap.v1 import service_pb2
         for fraction in (0.3, 0.5, 0.7):
             self.stub.Plan(self.plan_request(fraction), timeout=30)
+        # Frontier points are counted as plans under their method, and stay
+        # out of the quality of the plans Plan calls return.
+        request = self.plan_request(0.5)
+        self.stub.Frontier(service_pb2.FrontierRequest(trace=request.trace,
+                                                       hardware=request.hardware), timeout=60)
+        port = self.server.metrics_port
+        self.assertGreater(metric_value(port, "slackswap_plans_total",
+                                        {"grpc_method": "Frontier"}), 5)
+        self.assertEqual(metric_value(port, "slackswap_plan_throughput_ratio_count",
+                                      {"policy": "slackswap"}),
+                         metric_value(port, "slackswap_plans_total",
+                                      {"grpc_method": "Plan", "policy": "slackswap",
+                                       "outcome": "planned"}))
         with Prometheus(self.server.metrics_port) as prom:
             checks = {
                 'grpc_server_handled_total{grpc_method="Plan",grpc_code="OK"}': 1,
@@ -471,22 +485,67 @@ class LimitsTest(unittest.TestCase):
             channel = server.channel()
             stub = service_pb2_grpc.PlannerServiceStub(channel)
             from slackswap.v1 import trace_pb2
-            with tempfile.TemporaryDirectory() as work:
-                path = os.path.join(work, "trace.pb")
-                subprocess.run([ARGS.cli, "generate", "--preset", "gpt2-xl", "--out", path],
-                               check=True, capture_output=True, timeout=60)
-                with open(path, "rb") as f:
-                    big = trace_pb2.Trace.FromString(f.read())
-            self.assertGreater(big.ByteSize(), 65536)
+
+            def trace(layers):
+                with tempfile.TemporaryDirectory() as work:
+                    path = os.path.join(work, "trace.pb")
+                    subprocess.run([ARGS.cli, "generate", "--preset", "gpt2-xl", "--layers",
+                                    str(layers), "--out", path],
+                                   check=True, capture_output=True, timeout=60)
+                    with open(path, "rb") as f:
+                        return trace_pb2.Trace.FromString(f.read())
+
+            # Over twice the limit gRPC drops the request before the service
+            # sees it.
+            big = trace(150)
+            self.assertGreater(big.ByteSize(), 2 * 65536)
             small = generated_trace(stub, "llama-7b", 2)
             with self.assertRaises(grpc.RpcError) as error:
                 stub.Plan(service_pb2.PlanRequest(trace=big, hardware=small.hardware,
                                                   budget=plan_pb2.Budget(fraction_of_peak=0.5)),
                           timeout=30)
             self.assertEqual(error.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            # Between the limit and twice it, the service itself refuses the
+            # request, says why, and counts it.
+            medium = trace(48)
+            self.assertGreater(medium.ByteSize(), 65536)
+            self.assertLess(medium.ByteSize(), 2 * 65536)
+            with self.assertRaises(grpc.RpcError) as error:
+                stub.Plan(service_pb2.PlanRequest(trace=medium, hardware=small.hardware,
+                                                  budget=plan_pb2.Budget(fraction_of_peak=0.5)),
+                          timeout=30)
+            self.assertEqual(error.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("over the server's limit of 65536", error.exception.details())
+            # A response over the limit is refused, not counted as OK.
+            with self.assertRaises(grpc.RpcError) as error:
+                stub.GenerateTrace(service_pb2.GenerateTraceRequest(
+                    workload_preset="gpt2-xl", hardware_preset="a100"), timeout=30)
+            self.assertEqual(error.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("response:", error.exception.details())
             stub.Plan(service_pb2.PlanRequest(trace=small.trace, hardware=small.hardware,
                                               budget=plan_pb2.Budget(fraction_of_peak=0.8)),
                       timeout=30)
+            port = server.metrics_port
+            exhausted = {"grpc_code": "RESOURCE_EXHAUSTED"}
+            self.assertEqual(metric_value(port, "grpc_server_handled_total",
+                                          {**exhausted, "grpc_method": "Plan"}), 1)
+            self.assertEqual(metric_value(port, "grpc_server_handled_total",
+                                          {**exhausted, "grpc_method": "GenerateTrace"}), 1)
+            self.assertEqual(metric_value(port, "grpc_server_handled_total",
+                                          {"grpc_code": "OK", "grpc_method": "Plan"}), 1)
+            # Sizes: the two Plan requests that reached the service, and the
+            # capacity the server was started with.
+            self.assertEqual(metric_value(port, "slackswap_request_bytes_count",
+                                          {"grpc_method": "Plan"}), 2)
+            self.assertGreater(metric_value(port, "slackswap_request_bytes_sum",
+                                            {"grpc_method": "Plan"}), 70000)
+            self.assertGreater(metric_value(port, "slackswap_response_bytes_count",
+                                            {"grpc_method": "GenerateTrace"}), 0)
+            self.assertEqual(metric_value(port, "slackswap_max_concurrent_requests"), 8)
+            self.assertGreater(metric_value(port, "process_resident_memory_bytes"), 1e6)
+            self.assertGreater(metric_value(port, "process_open_fds"), 3)
+            self.assertGreater(metric_value(port, "process_start_time_seconds"),
+                               time.time() - 3600)
             channel.close()
         finally:
             server.stop()

@@ -308,7 +308,8 @@ class HardeningTest(unittest.TestCase):
         caller = threading.Thread(target=call)
         caller.start()
         deadline = time.time() + 30
-        while e2e_test.metric_value(server.metrics_port, "slackswap_planning_seconds_count") < 1:
+        while e2e_test.metric_value(server.metrics_port, "slackswap_plans_total",
+                                    {"grpc_method": "Frontier"}) < 1:
             self.assertLess(time.time(), deadline, "the frontier never started planning")
             time.sleep(0.05)
         start = time.monotonic()

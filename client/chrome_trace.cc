@@ -3,38 +3,10 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "base/json.h"
 
 namespace slackswap {
 namespace {
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string Micros(int64_t ns) {
   return absl::StrCat(ns / 1000, ".", absl::Dec(ns % 1000, absl::kZeroPad3));
@@ -86,7 +58,7 @@ std::string ChromeTraceJson(const v1::Trace& trace,
         continue;
     }
     absl::StrAppend(&out, R"({"ph":"X","pid":1,"tid":)", tid,
-                    ",\"name\":", JsonString(name),
+                    ",\"name\":", JsonQuote(name),
                     ",\"ts\":", Micros(e.start_ns()),
                     ",\"dur\":", Micros(e.end_ns() - e.start_ns()),
                     R"(,"args":{"index":)", e.index(), "}},\n");

@@ -91,16 +91,15 @@ Request* ParseRequest(const grpc::ByteBuffer& bytes,
 
 }  // namespace
 
-PlannerServiceImpl::PlannerServiceImpl(int max_concurrent_calls,
-                                       int planning_threads,
-                                       ServerMetrics* metrics,
-                                       CallLimits limits,
-                                       absl::Duration max_call_duration,
-                                       int64_t max_message_bytes)
+PlannerServiceImpl::PlannerServiceImpl(
+    int max_concurrent_calls, int planning_threads, ServerMetrics* metrics,
+    CallLimits limits, absl::Duration max_call_duration,
+    int64_t max_message_bytes, CallLog* call_log)
     : max_concurrent_calls_(max_concurrent_calls),
       max_call_duration_(max_call_duration),
       max_message_bytes_(max_message_bytes),
       metrics_(metrics),
+      call_log_(call_log),
       core_(metrics, limits) {
   const int threads = planning_threads > 0 ? planning_threads : UsableCpus();
   workers_.reserve(threads);
@@ -138,42 +137,58 @@ void PlannerServiceImpl::RunWorker() {
   }
 }
 
+void PlannerServiceImpl::Finished(CallRecord& record,
+                                  const grpc::Status& status) {
+  record.code = status.error_code();
+  if (!status.ok()) record.error = status.error_message();
+  if (call_log_ != nullptr) call_log_->Write(record);
+}
+
 grpc::ServerUnaryReactor* PlannerServiceImpl::Refuse(
-    Method method, grpc::ServerUnaryReactor* reactor,
-    const grpc::Status& status) {
-  if (metrics_ != nullptr) metrics_->CallRejected(method, status.error_code());
+    grpc::ServerUnaryReactor* reactor, const grpc::Status& status,
+    CallRecord& record) {
+  if (metrics_ != nullptr)
+    metrics_->CallRejected(record.method, status.error_code());
+  Finished(record, status);
   reactor->Finish(status);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
     Method method, grpc::CallbackServerContext* context, int64_t request_bytes,
-    std::function<absl::Status(const StopFunction&)> work) {
+    std::function<absl::Status(const StopFunction&, CallRecord&)> work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const absl::Time start = absl::Now();
+  CallRecord record;
+  record.method = method;
+  record.request_bytes = request_bytes;
+  if (call_log_ != nullptr) ReadCallMetadata(*context, record);
   if (metrics_ != nullptr) metrics_->CallReceived(method, request_bytes);
   if (max_message_bytes_ > 0 && request_bytes > max_message_bytes_) {
-    return Refuse(
-        method, reactor,
-        grpc::Status(
-            grpc::StatusCode::RESOURCE_EXHAUSTED,
-            absl::StrCat("request: ", request_bytes,
-                         " bytes, over the server's limit of ",
-                         max_message_bytes_, " (--max_message_bytes)")));
+    return Refuse(reactor,
+                  grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                               absl::StrCat("request: ", request_bytes,
+                                            " bytes, over the server's limit "
+                                            "of ",
+                                            max_message_bytes_,
+                                            " (--max_message_bytes)")),
+                  record);
   }
   if (inflight_.fetch_add(1) >= max_concurrent_calls_) {
     inflight_.fetch_sub(1);
     return Refuse(
-        method, reactor,
+        reactor,
         grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                      absl::StrCat("server busy: ", max_concurrent_calls_,
-                                  " calls in flight; retry later or on "
-                                  "another replica")));
+                                  " calls in flight; retry later or "
+                                  "on another replica")),
+        record);
   }
   if (metrics_ != nullptr) metrics_->CallStarted();
-  const absl::Time start = absl::Now();
-  Submit([this, method, context, reactor, start, work = std::move(work)] {
-    if (metrics_ != nullptr)
-      metrics_->CallDequeued(method, absl::Now() - start);
+  Submit([this, method, context, reactor, start, record = std::move(record),
+          work = std::move(work)]() mutable {
+    record.queue_wait = absl::Now() - start;
+    if (metrics_ != nullptr) metrics_->CallDequeued(method, record.queue_wait);
     // The client's deadline, or the server's own bound if that comes first.
     auto deadline = context->deadline();
     if (max_call_duration_ > absl::ZeroDuration()) {
@@ -188,15 +203,17 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
     };
     absl::Status status = should_stop()
                               ? absl::CancelledError("the call was cancelled")
-                              : work(should_stop);
+                              : work(should_stop, record);
     if (absl::IsCancelled(status) && deadline_passed()) {
       status = absl::DeadlineExceededError(
           "the deadline passed before the work was done");
     }
     grpc::Status result = ToGrpcStatus(status);
     inflight_.fetch_sub(1);
+    record.duration = absl::Now() - start;
     if (metrics_ != nullptr)
-      metrics_->CallFinished(method, result.error_code(), absl::Now() - start);
+      metrics_->CallFinished(method, result.error_code(), record.duration);
+    Finished(record, result);
     reactor->Finish(result);
   });
   return reactor;
@@ -208,8 +225,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
     const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Call call) {
   return Handle(
       method, context, static_cast<int64_t>(request->Length()),
-      [this, method, request, response,
-       call = std::move(call)](const StopFunction& stop) {
+      [this, method, request, response, call = std::move(call)](
+          const StopFunction& stop, CallRecord& record) {
         google::protobuf::Arena arena(RequestArenaOptions());
         std::optional<absl::StatusOr<Trace>> trace;
         const Request* message = ParseRequest<Request>(*request, arena, trace);
@@ -217,6 +234,15 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
           return absl::InvalidArgumentError(
               absl::StrCat("request: not a valid ",
                            Request::descriptor()->full_name(), " message"));
+        }
+        if constexpr (CarriesTrace<Request>::value) {
+          if (trace.has_value() && trace->ok()) {
+            record.trace_operators = (*trace)->num_ops();
+            record.trace_tensors = (*trace)->num_tensors();
+          } else if (!trace.has_value()) {
+            record.trace_operators = message->trace().operators_size();
+            record.trace_tensors = message->trace().tensors_size();
+          }
         }
         if (trace.has_value() && !trace->ok()) return trace->status();
         auto result =
@@ -239,6 +265,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
               " (--max_message_bytes); ask for less (fewer budgets or "
               "policies, no timeline) or raise the limit"));
         }
+        record.response_bytes = response_bytes;
         if (metrics_ != nullptr) metrics_->ResponseSent(method, response_bytes);
         return absl::OkStatus();
       });

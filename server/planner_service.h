@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "server/call_log.h"
 #include "server/metrics.h"
 #include "service/service_core.h"
 #include "slackswap/v1/service.grpc.pb.h"
@@ -54,7 +55,8 @@ class PlannerServiceImpl final : public RawPlannerService {
   PlannerServiceImpl(int max_concurrent_calls, int planning_threads,
                      ServerMetrics* metrics, CallLimits limits = CallLimits(),
                      absl::Duration max_call_duration = absl::ZeroDuration(),
-                     int64_t max_message_bytes = 0);
+                     int64_t max_message_bytes = 0,
+                     CallLog* call_log = nullptr);
   // Runs what is queued, then joins the planning threads. The gRPC server
   // must have been shut down first.
   ~PlannerServiceImpl() override;
@@ -92,11 +94,13 @@ class PlannerServiceImpl final : public RawPlannerService {
   grpc::ServerUnaryReactor* Handle(
       Method method, grpc::CallbackServerContext* context,
       int64_t request_bytes,
-      std::function<absl::Status(const StopFunction&)> work);
+      std::function<absl::Status(const StopFunction&, CallRecord&)> work);
   // Finishes a call refused before it started.
-  grpc::ServerUnaryReactor* Refuse(Method method,
-                                   grpc::ServerUnaryReactor* reactor,
-                                   const grpc::Status& status);
+  grpc::ServerUnaryReactor* Refuse(grpc::ServerUnaryReactor* reactor,
+                                   const grpc::Status& status,
+                                   CallRecord& record);
+  // Counts and logs a finished call.
+  void Finished(CallRecord& record, const grpc::Status& status);
   void Submit(std::function<void()> job);
   // A planning thread: runs queued jobs in order until stopped.
   void RunWorker();
@@ -105,6 +109,7 @@ class PlannerServiceImpl final : public RawPlannerService {
   const absl::Duration max_call_duration_;
   const int64_t max_message_bytes_;
   ServerMetrics* metrics_;
+  CallLog* call_log_;
   ServiceCore core_;
   std::atomic<int> inflight_{0};
 

@@ -84,6 +84,7 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
   s->metrics_ = std::make_unique<ServerMetrics>(*s->registry_, options.version,
                                                 options.revision);
   s->process_metrics_ = std::make_unique<ProcessMetrics>(*s->registry_);
+  if (options.call_log) s->call_log_ = std::make_unique<CallLog>(stderr);
   if (!options.metrics_address.empty()) {
     MetricsEndpointOptions endpoint_options;
     ProcessMetrics* process = s->process_metrics_.get();
@@ -97,8 +98,8 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
   }
   s->service_ = std::make_unique<PlannerServiceImpl>(
       options.max_concurrent_calls, options.planning_threads, s->metrics_.get(),
-      options.call_limits, options.max_call_duration,
-      options.max_message_bytes);
+      options.call_limits, options.max_call_duration, options.max_message_bytes,
+      s->call_log_.get());
   s->metrics_->SetCapacity(options.max_concurrent_calls,
                            s->service_->planning_threads());
 

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
+#include "server/call_log.h"
 #include "server/metrics.h"
 #include "server/metrics_endpoint.h"
 #include "server/planner_service.h"
@@ -54,6 +55,8 @@ struct ServerOptions {
   // Connections are closed after this long (0: never), so that clients
   // re-resolve and spread over new replicas.
   absl::Duration max_connection_age = absl::ZeroDuration();
+  // One JSON line per call on stderr (call_log.h).
+  bool call_log = true;
   std::string version = "dev";
   // The source revision (git describe), for slackswap_build_info.
   std::string revision = "unknown";
@@ -83,6 +86,7 @@ class PlanningServer {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<ProcessMetrics> process_metrics_;
+  std::unique_ptr<CallLog> call_log_;
   // After the metrics it reads: stopped first.
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<PlannerServiceImpl> service_;

@@ -54,6 +54,9 @@ ABSL_FLAG(std::string, tls_cert, "",
 ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "client CA (PEM): require client certificates");
+ABSL_FLAG(std::string, call_log, "json",
+          "one line per call on stderr: json (method, code, duration, queue "
+          "wait, sizes, request id, traceparent, peer) or none");
 ABSL_FLAG(absl::Duration, grace, absl::Seconds(20),
           "on SIGTERM, how long calls in flight may take to finish");
 ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
@@ -125,6 +128,13 @@ int main(int argc, char** argv) {
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   options.version = SLACKSWAP_VERSION;
   options.revision = SLACKSWAP_GIT_REVISION;
+  const std::string call_log = absl::GetFlag(FLAGS_call_log);
+  if (call_log != "json" && call_log != "none") {
+    std::cerr << "slackswap-server: --call_log must be json or none, not \""
+              << call_log << "\"" << std::endl;
+    return 2;
+  }
+  options.call_log = call_log == "json";
 
   auto server = slackswap::PlanningServer::Start(options);
   if (!server.ok()) {

@@ -50,7 +50,8 @@ def main():
     loss_fn = models.language_model_loss(tokens)
     trace = profile(model, (tokens,), loss_fn)
 
-    proc = subprocess.Popen([args.server, "--listen", "127.0.0.1:0", "--metrics", ""],
+    proc = subprocess.Popen([args.server, "--listen", "127.0.0.1:0", "--metrics", "",
+                             "--call_log", "none"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         port = re.match(r"listening on port (\d+)", proc.stdout.readline()).group(1)

@@ -276,7 +276,8 @@ class RecipeTest(unittest.TestCase):
 class ServerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc = subprocess.Popen([ARGS.server, "--listen", "127.0.0.1:0", "--metrics", ""],
+        cls.proc = subprocess.Popen([ARGS.server, "--listen", "127.0.0.1:0", "--metrics", "",
+                             "--call_log", "none"],
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = cls.proc.stdout.readline()
         match = re.match(r"listening on port (\d+)", line)

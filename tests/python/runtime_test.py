@@ -37,7 +37,8 @@ def setup_paths(repo):
 
 
 def start_server():
-    proc = subprocess.Popen([ARGS.server, "--listen", "127.0.0.1:0", "--metrics", ""],
+    proc = subprocess.Popen([ARGS.server, "--listen", "127.0.0.1:0", "--metrics", "",
+                             "--call_log", "none"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     line = proc.stdout.readline()
     match = re.match(r"listening on port (\d+)", line)

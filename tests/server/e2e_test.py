@@ -84,6 +84,18 @@ class Server:
             self.proc.kill()
             raise RuntimeError("server did not start: " + "".join(self.lines))
         self.address = f"127.0.0.1:{self.port}"
+        # The server logs a line per call: keep reading them, so that the pipe
+        # never fills and blocks it.
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def call_log(self):
+        """The JSON call-log lines so far, parsed."""
+        return [json.loads(line) for line in list(self.lines) if line.startswith('{"time"')]
 
     def channel(self, **options):
         import grpc
@@ -99,6 +111,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.reader.join(timeout=10)
         self.proc.stdout.close()
 
 
@@ -254,6 +267,36 @@ class ServerTest(unittest.TestCase):
             # The server planned every call; the sleeping process did nothing.
             self.assertGreater(reports["server"]["server_cpu_seconds"], 0.05)
             self.assertEqual(reports["idle"]["server_cpu_seconds"], 0)
+
+    def test_each_call_logs_one_json_line_with_its_request_id(self):
+        import grpc
+        from slackswap.v1 import service_pb2
+        metadata = [("x-request-id", "req-42"),
+                    ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")]
+        self.stub.Plan(self.plan_request(0.5), timeout=30, metadata=metadata)
+        with self.assertRaises(grpc.RpcError):
+            self.stub.Plan(service_pb2.PlanRequest(trace=self.generated.trace), timeout=30,
+                           metadata=[("x-request-id", "req-43")])
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            lines = {line.get("request_id"): line for line in self.server.call_log()}
+            if "req-42" in lines and "req-43" in lines:
+                break
+            time.sleep(0.05)
+        ok, bad = lines["req-42"], lines["req-43"]
+        self.assertEqual((ok["method"], ok["code"], ok["level"], ok["msg"]),
+                         ("Plan", "OK", "info", "call"))
+        self.assertEqual(ok["traceparent"], metadata[1][1])
+        self.assertEqual(ok["trace_operators"], len(self.generated.trace.operators))
+        self.assertEqual(ok["trace_tensors"], len(self.generated.trace.tensors))
+        self.assertEqual(ok["request_bytes"], self.plan_request(0.5).ByteSize())
+        self.assertGreater(ok["response_bytes"], 0)
+        self.assertGreaterEqual(ok["duration_ms"], ok["queue_wait_ms"])
+        self.assertTrue(ok["peer"].startswith("ipv4:127.0.0.1:"), ok["peer"])
+        self.assertRegex(ok["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+        self.assertNotIn("error", ok)
+        self.assertEqual(bad["code"], "INVALID_ARGUMENT")
+        self.assertIn("hardware", bad["error"])
 
     def test_help_lists_the_flags_and_version_names_the_build(self):
         helped = subprocess.run([ARGS.server, "--help"], capture_output=True, text=True,
@@ -614,7 +657,8 @@ class LimitsTest(unittest.TestCase):
         in_flight_at_sigterm = [o for o in outcomes
                                 if o[0] == grpc.StatusCode.OK and o[1] < sigterm_at < o[2]]
         self.assertGreaterEqual(len(in_flight_at_sigterm), 1, outcomes)
-        output = "".join(server.lines) + server.proc.stdout.read()
+        server.reader.join(timeout=10)
+        output = "".join(server.lines)
         server.proc.stdout.close()
         self.assertIn("draining", output)
 

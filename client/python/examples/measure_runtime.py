@@ -131,7 +131,8 @@ def main():
         samples = [timed_step(device, body) for _ in range(args.steps)]
         return statistics.median(s[0] for s in samples), max(s[1] for s in samples)
 
-    proc = subprocess.Popen([args.server_bin, "--listen", "127.0.0.1:0", "--metrics", ""],
+    proc = subprocess.Popen([args.server_bin, "--listen", "127.0.0.1:0", "--metrics", "",
+                             "--call_log", "none"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rows = []
     try:

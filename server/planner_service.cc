@@ -137,20 +137,33 @@ void PlannerServiceImpl::RunWorker() {
   }
 }
 
-void PlannerServiceImpl::Finished(CallRecord& record,
-                                  const grpc::Status& status) {
+// How long a refused caller should wait: about what one call takes to plan
+// on a busy replica, so that the retry lands after a slot frees.
+constexpr absl::Duration kBusyPushback = absl::Milliseconds(250);
+
+void PlannerServiceImpl::Finish(grpc::CallbackServerContext* context,
+                                grpc::ServerUnaryReactor* reactor,
+                                const grpc::Status& status,
+                                CallRecord& record) {
   record.code = status.error_code();
   if (!status.ok()) record.error = status.error_message();
   if (call_log_ != nullptr) call_log_->Write(record);
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+    const std::optional<absl::Duration> delay = RetryDelayOf(status);
+    context->AddTrailingMetadata(
+        "grpc-retry-pushback-ms",
+        delay.has_value() ? absl::StrCat(absl::ToInt64Milliseconds(*delay))
+                          : "-1");
+  }
+  reactor->Finish(status);
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Refuse(
-    grpc::ServerUnaryReactor* reactor, const grpc::Status& status,
-    CallRecord& record) {
+    grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
+    const grpc::Status& status, CallRecord& record) {
   if (metrics_ != nullptr)
     metrics_->CallRejected(record.method, status.error_code());
-  Finished(record, status);
-  reactor->Finish(status);
+  Finish(context, reactor, status, record);
   return reactor;
 }
 
@@ -165,7 +178,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
   if (call_log_ != nullptr) ReadCallMetadata(*context, record);
   if (metrics_ != nullptr) metrics_->CallReceived(method, request_bytes);
   if (max_message_bytes_ > 0 && request_bytes > max_message_bytes_) {
-    return Refuse(reactor,
+    return Refuse(context, reactor,
                   grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                absl::StrCat("request: ", request_bytes,
                                             " bytes, over the server's limit "
@@ -177,11 +190,11 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
   if (inflight_.fetch_add(1) >= max_concurrent_calls_) {
     inflight_.fetch_sub(1);
     return Refuse(
-        reactor,
-        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                     absl::StrCat("server busy: ", max_concurrent_calls_,
-                                  " calls in flight; retry later or "
-                                  "on another replica")),
+        context, reactor,
+        RetryLater(absl::StrCat("server busy: ", max_concurrent_calls_,
+                                " calls in flight; retry later or on "
+                                "another replica"),
+                   kBusyPushback),
         record);
   }
   if (metrics_ != nullptr) metrics_->CallStarted();
@@ -213,8 +226,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
     record.duration = absl::Now() - start;
     if (metrics_ != nullptr)
       metrics_->CallFinished(method, result.error_code(), record.duration);
-    Finished(record, result);
-    reactor->Finish(result);
+    Finish(context, reactor, result, record);
   });
   return reactor;
 }

@@ -96,11 +96,17 @@ class PlannerServiceImpl final : public RawPlannerService {
       int64_t request_bytes,
       std::function<absl::Status(const StopFunction&, CallRecord&)> work);
   // Finishes a call refused before it started.
-  grpc::ServerUnaryReactor* Refuse(grpc::ServerUnaryReactor* reactor,
+  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context,
+                                   grpc::ServerUnaryReactor* reactor,
                                    const grpc::Status& status,
                                    CallRecord& record);
-  // Counts and logs a finished call.
-  void Finished(CallRecord& record, const grpc::Status& status);
+  // Counts and logs a finished call, and tells gRPC's retry whether to retry
+  // RESOURCE_EXHAUSTED: after the pushback when the server was busy, never
+  // when the request itself is over a limit.
+  void Finish(grpc::CallbackServerContext* context,
+              grpc::ServerUnaryReactor* reactor, const grpc::Status& status,
+              CallRecord& record);
+
   void Submit(std::function<void()> job);
   // A planning thread: runs queued jobs in order until stopped.
   void RunWorker();

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/file.h"
+#include "grpc/health/v1/health.pb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -104,6 +105,10 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
                            s->service_->planning_threads());
 
   grpc::EnableDefaultHealthCheckService(true);
+  // Reflection describes what the generated descriptor pool holds. The
+  // default health service is built without protobuf, so its descriptor is
+  // added here: clients (grpcurl, Postman) can describe and call it too.
+  grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, *credentials, &s->port_);

@@ -57,6 +57,36 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(code, message, details.SerializeAsString());
 }
 
+grpc::Status RetryLater(const std::string& message, absl::Duration delay) {
+  google::rpc::RetryInfo retry;
+  const int64_t nanos = absl::ToInt64Nanoseconds(delay);
+  retry.mutable_retry_delay()->set_seconds(nanos / 1'000'000'000);
+  retry.mutable_retry_delay()->set_nanos(
+      static_cast<int32_t>(nanos % 1'000'000'000));
+  google::rpc::Status details;
+  details.set_code(static_cast<int32_t>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  details.set_message(message);
+  details.add_details()->PackFrom(retry);
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message,
+                      details.SerializeAsString());
+}
+
+std::optional<absl::Duration> RetryDelayOf(const grpc::Status& status) {
+  google::rpc::Status details;
+  if (status.error_details().empty() ||
+      !details.ParseFromString(status.error_details())) {
+    return std::nullopt;
+  }
+  for (const google::protobuf::Any& any : details.details()) {
+    google::rpc::RetryInfo retry;
+    if (any.UnpackTo(&retry)) {
+      return absl::Seconds(retry.retry_delay().seconds()) +
+             absl::Nanoseconds(retry.retry_delay().nanos());
+    }
+  }
+  return std::nullopt;
+}
+
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return WithFieldViolations(

@@ -8,9 +8,12 @@
 #ifndef SLACKSWAP_SERVICE_GRPC_STATUS_H_
 #define SLACKSWAP_SERVICE_GRPC_STATUS_H_
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "base/field_violations.h"
 #include "grpcpp/support/status.h"
 
@@ -24,6 +27,15 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // field violations back as FieldViolationsOf(absl::Status) reads them, so a
 // remote call fails as the same call in-process does.
 absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// RESOURCE_EXHAUSTED for a call refused under load: `message`, and a
+// google.rpc.RetryInfo detail asking to retry after `delay` (what clients of
+// the Google API design read; gRPC's own retry reads the server's
+// grpc-retry-pushback-ms trailer, which the server sets beside it).
+grpc::Status RetryLater(const std::string& message, absl::Duration delay);
+
+// The retry delay a status carries (RetryInfo), if any.
+std::optional<absl::Duration> RetryDelayOf(const grpc::Status& status);
 
 // The canonical name of a status code ("OK", "INVALID_ARGUMENT", ...);
 // "UNKNOWN" for values outside 0..16.

@@ -3,9 +3,10 @@
 - every PromQL expression in the alert rules and the Grafana dashboard is
   evaluated by a real Prometheus that scrapes a real slackswap-server under
   load: each returns without error, and the plan-quality panels return data;
-- replica failover: three servers behind a client with round_robin and a retry
-  policy for UNAVAILABLE (and CANCELLED, see deploy/README.md); under load one is killed (SIGKILL) and another
-  drained (SIGTERM): no call fails, and the survivors carry the load.
+- replica failover: three servers behind a client with the service config of
+  deploy/README.md (round_robin, and the retry policy of docs/service.md); under
+  load one is killed (SIGKILL) and another drained (SIGTERM): no call fails, and
+  the survivors carry the load.
 
 Usage: live_test.py --server BIN --cli BIN --proto-dir DIR --repo ROOT
 """
@@ -101,18 +102,11 @@ class FailoverTest(unittest.TestCase):
         servers = [e2e_test.Server("--grace", "10s") for _ in range(3)]
         try:
             target = "ipv4:" + ",".join(f"127.0.0.1:{s.port}" for s in servers)
-            config = {
-                "loadBalancingConfig": [{"round_robin": {}}],
-                "methodConfig": [{
-                    "name": [{"service": "slackswap.v1.PlannerService"}],
-                    "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s",
-                                    "maxBackoff": "0.5s", "backoffMultiplier": 2,
-                                    # A replica shutting down refuses new streams
-                                    # (UNAVAILABLE) and cancels those it had
-                                    # received but not yet started (CANCELLED).
-                                    "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]},
-                }],
-            }
+            # The service config deploy/README.md recommends, as written there.
+            with open(os.path.join(REPO, "deploy", "README.md")) as f:
+                text = f.read()
+            block = text[text.index("```json\n") + 8:]
+            config = json.loads(block[:block.index("```")])
             channel = grpc.insecure_channel(target, options=[
                 ("grpc.service_config", json.dumps(config)), ("grpc.enable_retries", 1),
                 ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])

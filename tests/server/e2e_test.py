@@ -127,6 +127,11 @@ def metric_value(metrics_port, name, labels=None):
     return total
 
 
+def trace_pb2_from(data):
+    from slackswap.v1 import trace_pb2
+    return trace_pb2.Trace.FromString(data)
+
+
 def genetic_search_compare(generated, evaluations):
     """A Compare that keeps a planning thread busy: a genetic search at 50%."""
     from slackswap.v1 import plan_pb2, planning_pb2, service_pb2
@@ -187,6 +192,16 @@ class ServerTest(unittest.TestCase):
         names = {s.name for s in responses[0].list_services_response.service}
         self.assertIn("slackswap.v1.PlannerService", names)
         self.assertIn("grpc.health.v1.Health", names)
+        # Each service can be described, the health service too.
+        from google.protobuf import descriptor_pb2
+        for service, file in (("slackswap.v1.PlannerService", "slackswap/v1/service.proto"),
+                              ("grpc.health.v1.Health", "grpc/health/v1/health.proto")):
+            request = reflection_pb2.ServerReflectionRequest(file_containing_symbol=service)
+            (response,) = stub.ServerReflectionInfo(iter([request]), timeout=10)
+            self.assertFalse(response.HasField("error_response"), (service, response))
+            files = [descriptor_pb2.FileDescriptorProto.FromString(b)
+                     for b in response.file_descriptor_response.file_descriptor_proto]
+            self.assertIn(file, [f.name for f in files])
 
     def test_invalid_argument_carries_bad_request_field_violations(self):
         import grpc
@@ -459,6 +474,93 @@ class LimitsTest(unittest.TestCase):
                 health_pb2.HealthCheckRequest(service=""), timeout=5).status
             self.assertEqual(status, health_pb2.HealthCheckResponse.SERVING)
             channel.close()
+        finally:
+            server.stop()
+
+    def test_the_recommended_retry_policy_rides_out_a_busy_replica(self):
+        """The retry policy of docs/service.md (the Python client's default):
+        a call refused by a busy replica is retried after the pushback and
+        succeeds; a request over a limit is not retried."""
+        import grpc
+        from slackswap.v1 import plan_pb2, service_pb2, service_pb2_grpc
+        repo = os.path.dirname(os.path.abspath(ARGS.proto_dir))
+        sys.path.insert(0, os.path.join(repo, "client", "python"))
+        from slackswap_client import client as python_client
+        # One policy, wherever it is written.
+        policy = python_client.RETRY_SERVICE_CONFIG
+        for doc in ("docs/service.md", "deploy/README.md"):
+            with open(os.path.join(repo, doc)) as f:
+                text = f.read()
+            block = text[text.index("```json\n") + 8:]
+            documented = json.loads(block[:block.index("```")])
+            self.assertEqual(documented["methodConfig"], policy["methodConfig"], doc)
+
+        server = Server("--max_concurrent_requests", "1", "--max_message_bytes", "65536",
+                        "--planning_threads", "1")
+        try:
+            plain = service_pb2_grpc.PlannerServiceStub(server.channel())
+            retrying_channel = grpc.insecure_channel(
+                server.address, options=python_client.channel_options(retry=True))
+            retrying = service_pb2_grpc.PlannerServiceStub(retrying_channel)
+            g = generated_trace(plain)
+            # A holds the only slot for half a second (its deadline), long
+            # enough that B's first attempt is refused.
+            busy = threading.Thread(target=lambda: self.assertRaises(
+                grpc.RpcError, plain.Compare, genetic_search_compare(g, 100000), timeout=0.5))
+            busy.start()
+            time.sleep(0.1)
+            request = service_pb2.PlanRequest(trace=g.trace, hardware=g.hardware,
+                                              budget=plan_pb2.Budget(fraction_of_peak=0.5))
+            retrying.Plan(request, timeout=10, metadata=[("x-request-id", "retry-busy")])
+            busy.join()
+            # A request over the size limit is refused once, not five times.
+            with tempfile.TemporaryDirectory() as work:
+                path = os.path.join(work, "trace.pb")
+                subprocess.run([ARGS.cli, "generate", "--preset", "gpt2-xl", "--out", path],
+                               check=True, capture_output=True, timeout=60)
+                with open(path, "rb") as f:
+                    big = trace_pb2_from(f.read())
+            with self.assertRaises(grpc.RpcError) as error:
+                retrying.Plan(service_pb2.PlanRequest(trace=big, hardware=g.hardware,
+                                                      budget=request.budget),
+                              timeout=10, metadata=[("x-request-id", "retry-big")])
+            self.assertEqual(error.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            retrying_channel.close()
+            time.sleep(0.2)
+            attempts = {}
+            for line in server.call_log():
+                attempts.setdefault(line.get("request_id"), []).append(line["code"])
+            busy_codes = attempts["retry-busy"]
+            self.assertGreaterEqual(len(busy_codes), 2, busy_codes)
+            self.assertEqual(busy_codes[-1], "OK", busy_codes)
+            self.assertTrue(set(busy_codes[:-1]) == {"RESOURCE_EXHAUSTED"}, busy_codes)
+            self.assertEqual(attempts["retry-big"], ["RESOURCE_EXHAUSTED"])
+        finally:
+            server.stop()
+
+    def test_a_busy_refusal_carries_retry_info(self):
+        import grpc
+        from google.rpc import error_details_pb2, status_pb2
+        from slackswap.v1 import service_pb2_grpc
+        server = Server("--max_concurrent_requests", "1", "--planning_threads", "1")
+        try:
+            stub = service_pb2_grpc.PlannerServiceStub(server.channel())
+            g = generated_trace(stub)
+            busy = threading.Thread(target=lambda: self.assertRaises(
+                grpc.RpcError, stub.Compare, genetic_search_compare(g, 100000), timeout=1.0))
+            busy.start()
+            time.sleep(0.2)
+            with self.assertRaises(grpc.RpcError) as error:
+                stub.Compare(genetic_search_compare(g, 100), timeout=10)
+            busy.join()
+            self.assertEqual(error.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            trailers = dict(error.exception.trailing_metadata())
+            self.assertEqual(trailers["grpc-retry-pushback-ms"], "250")
+            status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+            (detail,) = status.details
+            retry = error_details_pb2.RetryInfo()
+            self.assertTrue(detail.Unpack(retry))
+            self.assertEqual(retry.retry_delay.ToMilliseconds(), 250)
         finally:
             server.stop()
 

@@ -1,4 +1,6 @@
 """A client of slackswap-server for training launchers."""
+import json
+
 import grpc
 
 from . import stubs
@@ -39,6 +41,42 @@ def _decode_error(error):
     return PlanningError(error.code(), error.details() or "", violations)
 
 
+# The retry policy docs/service.md recommends (tests/server/e2e_test.py
+# checks that they agree and that it rides out a busy replica): a replica that drains refuses new calls with
+# UNAVAILABLE and cancels those it received but had not started (CANCELLED);
+# a busy one answers RESOURCE_EXHAUSTED with a pushback of when to retry, and
+# a request over a limit RESOURCE_EXHAUSTED with a pushback that forbids it.
+# Every RPC is idempotent. gRPC retries only requests that fit its per-call
+# retry buffer: the channel raises it to 64 MiB, past the server's default
+# 32 MiB message limit.
+RETRY_SERVICE_CONFIG = {
+    "methodConfig": [{
+        "name": [{"service": "slackswap.v1.PlannerService"}],
+        "retryPolicy": {
+            "maxAttempts": 5,
+            "initialBackoff": "0.1s",
+            "maxBackoff": "2s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED", "RESOURCE_EXHAUSTED"],
+        },
+    }],
+}
+RETRY_BUFFER_BYTES = 64 << 20
+
+
+def channel_options(retry=True):
+    """The options Client opens its channel with: unlimited message sizes
+    and, with `retry`, RETRY_SERVICE_CONFIG and a retry buffer that holds any
+    request the server takes."""
+    options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+    if retry:
+        options += [("grpc.enable_retries", 1),
+                    ("grpc.service_config", json.dumps(RETRY_SERVICE_CONFIG)),
+                    ("grpc.per_rpc_retry_buffer_size", RETRY_BUFFER_BYTES),
+                    ("grpc.retry_buffer_size", 4 * RETRY_BUFFER_BYTES)]
+    return options
+
+
 def _policy(policy):
     """A Policy value from a name ("slackswap", "POLICY_VDNN") or number."""
     from slackswap.v1 import planning_pb2
@@ -60,17 +98,18 @@ class Client:
 
     address: "host:port" or any gRPC target. With `root_certificates` (PEM
     bytes) the channel uses TLS; `private_key` and `certificate_chain` add a
-    client certificate (mutual TLS). `deadline` is seconds per call. A call
-    the server refuses raises PlanningError (with its field violations).
+    client certificate (mutual TLS). `deadline` is seconds per call, retries
+    included; `retry` (default on) retries as RETRY_SERVICE_CONFIG says. A
+    call the server refuses raises PlanningError (with its field violations).
     Hardware is a preset name (any case) or a slackswap.v1.Hardware.
     """
 
     def __init__(self, address, root_certificates=None, private_key=None, certificate_chain=None,
-                 deadline=60.0):
+                 deadline=60.0, retry=True):
         stubs.load()
         from slackswap.v1 import service_pb2_grpc
         from slackswap_health import health_pb2_grpc
-        options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+        options = channel_options(retry)
         if root_certificates is not None:
             credentials = grpc.ssl_channel_credentials(root_certificates, private_key,
                                                        certificate_chain)

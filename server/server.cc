@@ -73,6 +73,9 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
     return absl::InvalidArgumentError(
         "max_call_memory_bytes and max_call_work must be >= 0 (0: no limit)");
   }
+  if (options.min_client_ping_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("min_client_ping_interval must be >= 0");
+  }
   if (options.max_call_duration < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "max_call_duration must be >= 0 (0: no limit)");
@@ -119,6 +122,14 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
       static_cast<int>(std::min<int64_t>(2 * int64_t{options.max_message_bytes},
                                          std::numeric_limits<int>::max())));
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+      static_cast<int>(std::min<int64_t>(
+          absl::ToInt64Milliseconds(options.min_client_ping_interval),
+          std::numeric_limits<int>::max())));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  if (options.compress_responses)
+    builder.SetDefaultCompressionLevel(GRPC_COMPRESS_LEVEL_LOW);
   // Two processes must never share a port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (options.max_connection_age > absl::ZeroDuration()) {

@@ -55,6 +55,14 @@ struct ServerOptions {
   // Connections are closed after this long (0: never), so that clients
   // re-resolve and spread over new replicas.
   absl::Duration max_connection_age = absl::ZeroDuration();
+  // Clients may ping this often (gRPC keepalive), with or without calls in
+  // flight; more often, gRPC closes the connection (too_many_pings). gRPC's
+  // own default is 5 minutes, which closes the connections of clients that
+  // keep alive every 10 to 60 s, as many do, and fails their long calls.
+  absl::Duration min_client_ping_interval = absl::Seconds(10);
+  // Compress responses for clients that accept it (grpc-accept-encoding,
+  // which gRPC clients send): a generated GPT-2 XL trace shrinks about 4x.
+  bool compress_responses = true;
   // One JSON line per call on stderr (call_log.h).
   bool call_log = true;
   std::string version = "dev";

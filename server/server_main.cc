@@ -54,6 +54,12 @@ ABSL_FLAG(std::string, tls_cert, "",
 ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "client CA (PEM): require client certificates");
+ABSL_FLAG(absl::Duration, min_client_ping_interval, absl::Seconds(10),
+          "accept keepalive pings this often from a client, with or without "
+          "calls in flight (more often: the connection is closed)");
+ABSL_FLAG(bool, compress_responses, true,
+          "compress responses for clients that accept it (gRPC's "
+          "grpc-accept-encoding)");
 ABSL_FLAG(std::string, call_log, "json",
           "one line per call on stderr: json (method, code, duration, queue "
           "wait, sizes, request id, traceparent, peer) or none");
@@ -126,6 +132,9 @@ int main(int argc, char** argv) {
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  options.min_client_ping_interval =
+      absl::GetFlag(FLAGS_min_client_ping_interval);
+  options.compress_responses = absl::GetFlag(FLAGS_compress_responses);
   options.version = SLACKSWAP_VERSION;
   options.revision = SLACKSWAP_GIT_REVISION;
   const std::string call_log = absl::GetFlag(FLAGS_call_log);

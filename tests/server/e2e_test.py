@@ -56,6 +56,55 @@ def generate_stubs(proto_dir, out_dir):
     sys.path.insert(0, out_dir)
 
 
+class CountingRelay:
+    """A loopback TCP relay to `port` that counts the bytes it passes back."""
+
+    def __init__(self, port):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(4)
+        self.port = self.listener.getsockname()[1]
+        self.target = port
+        self.back = 0
+        self.threads = []
+        self.accepter = threading.Thread(target=self._accept, daemon=True)
+        self.accepter.start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            for src, dst, back in ((client, upstream, False), (upstream, client, True)):
+                t = threading.Thread(target=self._pump, args=(src, dst, back), daemon=True)
+                t.start()
+                self.threads.append(t)
+
+    def _pump(self, src, dst, back):
+        try:
+            while data := src.recv(65536):
+                if back:
+                    self.back += len(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def stop(self):
+        """Closes the relay; returns the bytes it passed back."""
+        self.listener.close()
+        for t in self.threads:
+            t.join(timeout=5)
+        return self.back
+
+
 class Server:
     """A slackswap-server process on an ephemeral loopback port."""
 
@@ -503,16 +552,25 @@ class LimitsTest(unittest.TestCase):
                 server.address, options=python_client.channel_options(retry=True))
             retrying = service_pb2_grpc.PlannerServiceStub(retrying_channel)
             g = generated_trace(plain)
-            # A holds the only slot for half a second (its deadline), long
-            # enough that B's first attempt is refused.
-            busy = threading.Thread(target=lambda: self.assertRaises(
-                grpc.RpcError, plain.Compare, genetic_search_compare(g, 100000), timeout=0.5))
+            # A holds the only slot for half a second (its deadline: its search
+            # would take seconds), long enough that B's first attempt is refused.
+            heavy = generated_trace(plain, "llama-7b", 16)
+            held = []
+
+            def hold():
+                try:
+                    plain.Compare(genetic_search_compare(heavy, 100000), timeout=0.5)
+                    held.append(grpc.StatusCode.OK)
+                except grpc.RpcError as e:
+                    held.append(e.code())
+            busy = threading.Thread(target=hold)
             busy.start()
             time.sleep(0.1)
             request = service_pb2.PlanRequest(trace=g.trace, hardware=g.hardware,
                                               budget=plan_pb2.Budget(fraction_of_peak=0.5))
             retrying.Plan(request, timeout=10, metadata=[("x-request-id", "retry-busy")])
             busy.join()
+            self.assertEqual(held, [grpc.StatusCode.DEADLINE_EXCEEDED])
             # A request over the size limit is refused once, not five times.
             with tempfile.TemporaryDirectory() as work:
                 path = os.path.join(work, "trace.pb")
@@ -538,6 +596,58 @@ class LimitsTest(unittest.TestCase):
         finally:
             server.stop()
 
+    def test_clients_that_keep_alive_often_keep_their_connection(self):
+        """A client that pings every second (gRPC keepalive, also when idle):
+        with --min_client_ping_interval at or under its interval the
+        connection stays up; with gRPC's default (5 minutes) the server closes
+        it (GOAWAY too_many_pings), which fails any call in flight, as gRPC's
+        default does to clients that keep alive every 10 to 60 s."""
+        import grpc
+        states = {}
+        for interval in ("1s", "5m"):
+            server = Server("--min_client_ping_interval", interval)
+            try:
+                channel = server.channel(**{"grpc.keepalive_time_ms": 1000,
+                                            "grpc.keepalive_permit_without_calls": 1,
+                                            "grpc.http2.max_pings_without_data": 0,
+                                            "grpc.http2.min_time_between_pings_ms": 1000})
+                seen = []
+                channel.subscribe(seen.append, try_to_connect=True)
+                time.sleep(4.5)
+                states[interval] = list(seen)
+                channel.close()
+            finally:
+                server.stop()
+        ready = grpc.ChannelConnectivity.READY
+        self.assertIn(ready, states["1s"], states)
+        self.assertEqual(states["1s"][-1], ready, states)
+        # Dropped after a few pings: back to IDLE (or failing) once ready.
+        dropped = states["5m"][states["5m"].index(ready) + 1:]
+        self.assertTrue(dropped, states)
+
+    def test_responses_are_compressed_for_clients_that_accept_it(self):
+        """Bytes from the server to the client, through a counting relay, for
+        the same GenerateTrace call: compressed by default, not with
+        --compress_responses=false."""
+        from slackswap.v1 import service_pb2, service_pb2_grpc
+        received = {}
+        for flag in ("true", "false"):
+            server = Server(f"--compress_responses={flag}")
+            relay = CountingRelay(server.port)
+            try:
+                import grpc
+                channel = grpc.insecure_channel(f"127.0.0.1:{relay.port}")
+                stub = service_pb2_grpc.PlannerServiceStub(channel)
+                response = stub.GenerateTrace(service_pb2.GenerateTraceRequest(
+                    workload_preset="gpt2-xl", hardware_preset="a100"), timeout=30)
+                channel.close()
+                received[flag] = relay.stop()
+            finally:
+                server.stop()
+        size = response.ByteSize()
+        self.assertGreater(received["false"], size, received)
+        self.assertLess(received["true"], size / 2, (received, size))
+
     def test_a_busy_refusal_carries_retry_info(self):
         import grpc
         from google.rpc import error_details_pb2, status_pb2
@@ -545,7 +655,7 @@ class LimitsTest(unittest.TestCase):
         server = Server("--max_concurrent_requests", "1", "--planning_threads", "1")
         try:
             stub = service_pb2_grpc.PlannerServiceStub(server.channel())
-            g = generated_trace(stub)
+            g = generated_trace(stub, "llama-7b", 16)
             busy = threading.Thread(target=lambda: self.assertRaises(
                 grpc.RpcError, stub.Compare, genetic_search_compare(g, 100000), timeout=1.0))
             busy.start()

@@ -174,8 +174,16 @@ void MetricsEndpoint::Run() {
     if (method != "GET" && !head) {
       c.out = Response("405 Method Not Allowed", "text/plain",
                        "only GET /metrics\n", false, "Allow: GET, HEAD\r\n");
+    } else if (path == "/healthz") {
+      c.out = Response("200 OK", "text/plain", "ok\n", head);
+    } else if (path == "/readyz") {
+      c.out = !options_.ready || options_.ready()
+                  ? Response("200 OK", "text/plain", "serving\n", head)
+                  : Response("503 Service Unavailable", "text/plain",
+                             "draining\n", head);
     } else if (path != "/metrics") {
-      c.out = Response("404 Not Found", "text/plain", "try /metrics\n", head);
+      c.out = Response("404 Not Found", "text/plain",
+                       "try /metrics, /healthz or /readyz\n", head);
     } else {
       if (options_.before_scrape) options_.before_scrape();
       c.out = Response(

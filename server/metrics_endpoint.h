@@ -2,7 +2,8 @@
 //
 // The Prometheus scrape endpoint: a small HTTP/1.1 server that answers
 // `GET /metrics` with a registry in the text exposition format (version
-// 0.0.4) and closes the connection after each response.
+// 0.0.4), and `GET /healthz` and `/readyz` for probes, and closes the
+// connection after each response.
 //
 // Why not prometheus-cpp's Exposer: its civetweb serves each connection on
 // one of a few threads until the client sends a request, so two idle TCP
@@ -43,6 +44,11 @@ struct MetricsEndpointOptions {
   // Called on the endpoint's thread before each scrape collects the
   // registry (to read values that are sampled, not counted).
   std::function<void()> before_scrape;
+  // Probes over plain HTTP, for orchestrators whose gRPC probes cannot reach
+  // a TLS port: GET /healthz is 200 while the process serves HTTP at all;
+  // GET /readyz is 200 while `ready` says so and 503 after (draining). Not
+  // set: /readyz is 200 too.
+  std::function<bool()> ready;
 };
 
 class MetricsEndpoint {

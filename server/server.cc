@@ -10,6 +10,8 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_credentials_options.h"
 
 namespace slackswap {
 namespace {
@@ -36,23 +38,34 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
     return absl::InvalidArgumentError("tls_cert and tls_key go together");
   }
-  grpc::SslServerCredentialsOptions ssl;
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  auto cert = ReadFlagFile(o.tls_cert_file, "tls_cert");
-  if (!cert.ok()) return cert.status();
-  auto key = ReadFlagFile(o.tls_key_file, "tls_key");
-  if (!key.ok()) return key.status();
-  pair.cert_chain = *cert;
-  pair.private_key = *key;
-  ssl.pem_key_cert_pairs.push_back(pair);
-  if (!o.tls_client_ca_file.empty()) {
-    auto ca = ReadFlagFile(o.tls_client_ca_file, "tls_client_ca");
-    if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *ca;
-    ssl.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  // Read once here, so that a missing or unreadable file fails the start
+  // with a message naming its flag.
+  for (const auto& [file, flag] : {std::pair{o.tls_cert_file, "tls_cert"},
+                                   {o.tls_key_file, "tls_key"},
+                                   {o.tls_client_ca_file, "tls_client_ca"}}) {
+    if (file.empty()) continue;
+    auto bytes = ReadFlagFile(file, flag);
+    if (!bytes.ok()) return bytes.status();
   }
-  return grpc::SslServerCredentials(ssl);
+  if (o.tls_reload_interval < absl::Seconds(1)) {
+    return absl::InvalidArgumentError("tls_reload_interval must be >= 1s");
+  }
+  // The files are watched: a renewed certificate (cert-manager rotating a
+  // Secret, say) is served to new connections within the interval, without
+  // a restart.
+  auto provider =
+      std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+          o.tls_key_file, o.tls_cert_file, o.tls_client_ca_file,
+          static_cast<unsigned int>(
+              absl::ToInt64Seconds(o.tls_reload_interval)));
+  grpc::experimental::TlsServerCredentialsOptions tls(provider);
+  tls.watch_identity_key_cert_pairs();
+  if (!o.tls_client_ca_file.empty()) {
+    tls.watch_root_certs();
+    tls.set_cert_request_type(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  }
+  return grpc::experimental::TlsServerCredentials(tls);
 }
 
 }  // namespace
@@ -93,6 +106,8 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
     MetricsEndpointOptions endpoint_options;
     ProcessMetrics* process = s->process_metrics_.get();
     endpoint_options.before_scrape = [process] { process->Update(); };
+    PlanningServer* server = s.get();
+    endpoint_options.ready = [server] { return server->serving_.load(); };
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
         MetricsEndpoint::Start(options.metrics_address, s->registry_,
                                endpoint_options);
@@ -160,6 +175,7 @@ std::shared_ptr<grpc::Channel> PlanningServer::InProcessChannel() {
 void PlanningServer::Drain(absl::Duration grace) {
   if (drained_) return;
   drained_ = true;
+  serving_ = false;
   // NOT_SERVING for every service, and no later change.
   server_->GetHealthCheckService()->Shutdown();
   server_->Shutdown(

@@ -14,6 +14,7 @@
 #ifndef SLACKSWAP_SERVER_SERVER_H_
 #define SLACKSWAP_SERVER_SERVER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -60,6 +61,8 @@ struct ServerOptions {
   // own default is 5 minutes, which closes the connections of clients that
   // keep alive every 10 to 60 s, as many do, and fails their long calls.
   absl::Duration min_client_ping_interval = absl::Seconds(10);
+  // How often the TLS files are checked for a renewed certificate.
+  absl::Duration tls_reload_interval = absl::Seconds(60);
   // Compress responses for clients that accept it (grpc-accept-encoding,
   // which gRPC clients send): a generated GPT-2 XL trace shrinks about 4x.
   bool compress_responses = true;
@@ -95,6 +98,8 @@ class PlanningServer {
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<ProcessMetrics> process_metrics_;
   std::unique_ptr<CallLog> call_log_;
+  // False from the start of a drain: /readyz answers 503.
+  std::atomic<bool> serving_{true};
   // After the metrics it reads: stopped first.
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<PlannerServiceImpl> service_;

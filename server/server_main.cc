@@ -57,6 +57,9 @@ ABSL_FLAG(std::string, tls_client_ca, "",
 ABSL_FLAG(absl::Duration, min_client_ping_interval, absl::Seconds(10),
           "accept keepalive pings this often from a client, with or without "
           "calls in flight (more often: the connection is closed)");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(60),
+          "how often the TLS files are checked for a renewed certificate "
+          "(served to new connections without a restart)");
 ABSL_FLAG(bool, compress_responses, true,
           "compress responses for clients that accept it (gRPC's "
           "grpc-accept-encoding)");
@@ -135,6 +138,7 @@ int main(int argc, char** argv) {
   options.min_client_ping_interval =
       absl::GetFlag(FLAGS_min_client_ping_interval);
   options.compress_responses = absl::GetFlag(FLAGS_compress_responses);
+  options.tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
   options.version = SLACKSWAP_VERSION;
   options.revision = SLACKSWAP_GIT_REVISION;
   const std::string call_log = absl::GetFlag(FLAGS_call_log);

@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -916,6 +917,81 @@ class TlsTest(unittest.TestCase):
             self.assertIn("lower bound", ok.stdout)
             plaintext = self.cli_plan(server)
             self.assertNotEqual(plaintext.returncode, 0)
+        finally:
+            server.stop()
+
+    def peer_common_name(self, port):
+        import ssl
+        context = ssl.create_default_context(cafile=f"{self.dir}/ca.pem")
+        context.set_alpn_protocols(["h2"])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            with context.wrap_socket(sock, server_hostname="localhost") as tls:
+                cert = tls.getpeercert()
+        return dict(pair[0] for pair in cert["subject"])["commonName"]
+
+    def test_renewed_certificates_are_served_and_probes_work_over_http(self):
+        import grpc
+        d = self.dir
+        live = os.path.join(d, "live")
+        os.makedirs(live, exist_ok=True)
+        shutil.copy(f"{d}/server.pem", f"{live}/tls.crt")
+        shutil.copy(f"{d}/server.key", f"{live}/tls.key")
+        server = Server("--tls_cert", f"{live}/tls.crt", "--tls_key", f"{live}/tls.key",
+                        "--tls_reload_interval", "1s", "--grace", "5s")
+        try:
+            self.assertEqual(self.peer_common_name(server.port), "server")
+            # Plain HTTP probes on the metrics port, whatever the gRPC port speaks.
+            for path in ("/healthz", "/readyz"):
+                with urllib.request.urlopen(
+                        f"http://127.0.0.1:{server.metrics_port}{path}", timeout=5) as r:
+                    self.assertEqual(r.status, 200, path)
+            # A renewed certificate (as cert-manager rotates a Secret) is served
+            # to new connections without a restart.
+            subprocess.run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj",
+                            "/CN=server-renewed", "-keyout", f"{d}/renewed.key", "-out",
+                            f"{d}/renewed.csr"], check=True, capture_output=True, timeout=60)
+            subprocess.run(["openssl", "x509", "-req", "-in", f"{d}/renewed.csr", "-CA",
+                            f"{d}/ca.pem", "-CAkey", f"{d}/ca.key", "-CAcreateserial", "-days",
+                            "2", "-extfile", f"{d}/san.ext", "-out", f"{d}/renewed.pem"],
+                           check=True, capture_output=True, timeout=60)
+            shutil.copy(f"{d}/renewed.key", f"{live}/tls.key.new")
+            shutil.copy(f"{d}/renewed.pem", f"{live}/tls.crt.new")
+            os.replace(f"{live}/tls.key.new", f"{live}/tls.key")
+            os.replace(f"{live}/tls.crt.new", f"{live}/tls.crt")
+            deadline = time.time() + 10
+            while self.peer_common_name(server.port) != "server-renewed":
+                self.assertLess(time.time(), deadline, "the renewed certificate never served")
+                time.sleep(0.2)
+            ok = self.cli_plan(server, "--tls_ca", f"{d}/ca.pem")
+            self.assertEqual(ok.returncode, 0, ok.stderr)
+            # Draining: /readyz turns 503 at once while a call still runs.
+            from slackswap.v1 import service_pb2_grpc
+            with open(f"{d}/ca.pem", "rb") as f:
+                credentials = grpc.ssl_channel_credentials(f.read())
+            channel = grpc.secure_channel(f"localhost:{server.port}", credentials)
+            stub = service_pb2_grpc.PlannerServiceStub(channel)
+            g = generated_trace(stub, "llama-7b", 16)
+            worker = threading.Thread(target=lambda: self.assertRaises(
+                grpc.RpcError, stub.Compare, genetic_search_compare(g, 100000), timeout=3))
+            worker.start()
+            time.sleep(0.3)
+            server.proc.send_signal(signal.SIGTERM)
+            code = None
+            deadline = time.time() + 3
+            while time.time() < deadline and server.proc.poll() is None:
+                try:
+                    urllib.request.urlopen(
+                        f"http://127.0.0.1:{server.metrics_port}/readyz", timeout=1)
+                    code = 200
+                except urllib.error.HTTPError as e:
+                    code = e.code
+                    break
+                except OSError:
+                    break
+                time.sleep(0.05)
+            worker.join()
+            channel.close()
+            self.assertEqual(code, 503)
         finally:
             server.stop()
 

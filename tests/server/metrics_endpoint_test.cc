@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -125,6 +126,30 @@ TEST_F(MetricsEndpointTest, ServesTheRegistryInTheTextFormat) {
       Exchange(AF_INET, endpoint->port(), "HEAD /metrics HTTP/1.1\r\n\r\n");
   EXPECT_TRUE(absl::StartsWith(head, "HTTP/1.1 200 OK")) << head;
   EXPECT_TRUE(absl::EndsWith(head, "\r\n\r\n")) << head;
+}
+
+TEST_F(MetricsEndpointTest, AnswersProbesAndSamplesBeforeEachScrape) {
+  std::atomic<bool> ready{true};
+  std::atomic<int> scrapes{0};
+  MetricsEndpointOptions options;
+  options.ready = [&ready] { return ready.load(); };
+  options.before_scrape = [&scrapes] { ++scrapes; };
+  auto endpoint = Start("127.0.0.1:0", options);
+  ASSERT_NE(endpoint, nullptr);
+  EXPECT_TRUE(
+      absl::StartsWith(Get(endpoint->port(), "/healthz"), "HTTP/1.1 200 OK"));
+  EXPECT_TRUE(
+      absl::StartsWith(Get(endpoint->port(), "/readyz"), "HTTP/1.1 200 OK"));
+  ready = false;  // draining
+  const std::string draining = Get(endpoint->port(), "/readyz");
+  EXPECT_TRUE(absl::StartsWith(draining, "HTTP/1.1 503")) << draining;
+  EXPECT_TRUE(
+      absl::StartsWith(Get(endpoint->port(), "/healthz"), "HTTP/1.1 200 OK"));
+  // Probes do not scrape; each /metrics does.
+  EXPECT_EQ(scrapes.load(), 0);
+  Get(endpoint->port());
+  Get(endpoint->port());
+  EXPECT_EQ(scrapes.load(), 2);
 }
 
 TEST_F(MetricsEndpointTest, AnswersOtherRequestsWithTheirHttpError) {

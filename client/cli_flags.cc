@@ -43,6 +43,9 @@ ABSL_FLAG(bool, lp_bound, false,
 ABSL_FLAG(
     std::string, timeline, "",
     "simulate: write the timeline here as Chrome trace-event JSON (Perfetto)");
+ABSL_FLAG(std::string, timeline_name, "",
+          "simulate: the timeline's process name (default: the policy or plan "
+          "file, and the trace's name)");
 ABSL_FLAG(double, guard, slackswap::PlannerOptions().guard_fraction,
           "plan: offloads must finish by (1 - guard) of the forward time, in "
           "[0, 0.9]");

@@ -29,6 +29,7 @@ ABSL_DECLARE_FLAG(bool, barriers);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(bool, lp_bound);
 ABSL_DECLARE_FLAG(std::string, timeline);
+ABSL_DECLARE_FLAG(std::string, timeline_name);
 ABSL_DECLARE_FLAG(double, guard);
 ABSL_DECLARE_FLAG(std::string, ranking);
 ABSL_DECLARE_FLAG(bool, link_budget_pass);

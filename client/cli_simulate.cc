@@ -3,6 +3,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file.h"
 #include "client/chrome_trace.h"
@@ -114,10 +115,12 @@ int SimulateCommand(Backend& backend) {
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   if (request.include_timeline()) {
+    std::string name = absl::GetFlag(FLAGS_timeline_name);
+    if (name.empty()) name = absl::StrCat(policy, ": ", inputs->trace.name);
     absl::Status written = WriteFileBytes(
         absl::GetFlag(FLAGS_timeline),
         ChromeTraceJson(inputs->trace_proto, response->timeline(),
-                        response->metrics().iteration_ns()));
+                        response->metrics(), name));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
   if (absl::GetFlag(FLAGS_json)) {

@@ -33,7 +33,7 @@ Usage:
       Build a trace from a model preset and print its summary.
   slackswap simulate [--trace FILE | --preset P ...] [--hardware H] [--budget B]
                      [--policy ideal|all-keep|all-swap | --plan FILE] [--barriers]
-                     [--json] [--plan_out FILE] [--timeline FILE]
+                     [--json] [--plan_out FILE] [--timeline FILE [--timeline_name N]]
       Replay a plan in the event model and print its metrics.
   slackswap plan [--trace FILE | --preset P ...] [--hardware H] [--budget B]
                  [--guard G] [--ranking cost|production] [--link_budget_pass=false]

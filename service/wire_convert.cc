@@ -153,6 +153,24 @@ v1::Plan PlanToProto(const Plan& plan, const Schedule& schedule) {
   return proto;
 }
 
+namespace {
+
+v1::WaitCause WaitCauseToProto(WaitCause cause) {
+  switch (cause) {
+    case WaitCause::kMemory:
+      return v1::WAIT_CAUSE_MEMORY;
+    case WaitCause::kPrefetch:
+      return v1::WAIT_CAUSE_PREFETCH;
+    case WaitCause::kBarrier:
+      return v1::WAIT_CAUSE_BARRIER;
+    case WaitCause::kNone:
+      break;
+  }
+  return v1::WAIT_CAUSE_UNSPECIFIED;
+}
+
+}  // namespace
+
 v1::Metrics MetricsToProto(const SimulationResult& r) {
   v1::Metrics m;
   m.set_outcome(r.feasible ? v1::SIMULATION_OUTCOME_COMPLETED
@@ -161,19 +179,7 @@ v1::Metrics MetricsToProto(const SimulationResult& r) {
     v1::Infeasibility* why = m.mutable_infeasibility();
     why->set_op(r.infeasibility.op);
     why->set_rebuild_tensor(r.infeasibility.rebuild_tensor);
-    switch (r.infeasibility.waiting_for) {
-      case WaitCause::kMemory:
-        why->set_waiting_for(v1::WAIT_CAUSE_MEMORY);
-        break;
-      case WaitCause::kPrefetch:
-        why->set_waiting_for(v1::WAIT_CAUSE_PREFETCH);
-        break;
-      case WaitCause::kBarrier:
-        why->set_waiting_for(v1::WAIT_CAUSE_BARRIER);
-        break;
-      case WaitCause::kNone:
-        break;
-    }
+    why->set_waiting_for(WaitCauseToProto(r.infeasibility.waiting_for));
     why->set_bytes_needed(r.infeasibility.bytes_needed);
     why->set_bytes_resident(r.infeasibility.bytes_resident);
     why->set_budget_bytes(r.budget_bytes);
@@ -214,6 +220,10 @@ v1::Timeline TimelineToProto(const SimulationResult& r) {
         break;
       case TimelineKind::kPrefetch:
         out->set_kind(v1::TIMELINE_EVENT_KIND_PREFETCH);
+        break;
+      case TimelineKind::kStall:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_STALL);
+        out->set_wait_cause(WaitCauseToProto(e.cause));
         break;
     }
     out->set_index(e.index);

@@ -51,6 +51,13 @@ class Replay {
       result_.timeline.push_back({kind, index, now_, end, resident_});
     }
   }
+  // The compute stream waited for `cause` from stage_since_ to now_.
+  void RecordStall(WaitCause cause) {
+    if (options_.record_timeline && now_ > stage_since_) {
+      result_.timeline.push_back(
+          {TimelineKind::kStall, op_, stage_since_, now_, resident_, cause});
+    }
+  }
   void ReportInfeasible();
 
   const Trace& trace_;
@@ -142,12 +149,14 @@ void Replay::TryStartCompute() {
       return;
     }
     result_.barrier_wait_ns += now_ - stage_since_;
+    RecordStall(WaitCause::kBarrier);
     stage_since_ = now_;
     stage_ = 1;
   }
   if (stage_ == 1) {
     if (prefetches_done_ < s_.prefetches_needed[step_]) return;
     result_.prefetch_wait_ns += now_ - stage_since_;
+    RecordStall(WaitCause::kPrefetch);
     stage_since_ = now_;
     stage_ = 2;
   }
@@ -160,6 +169,7 @@ void Replay::TryStartCompute() {
     return;
   }
   result_.memory_wait_ns += now_ - stage_since_;
+  RecordStall(WaitCause::kMemory);
   const int64_t duration = rebuild ? trace_.tensors[tensor].recompute_ns
                                    : trace_.ops[op_].duration_ns;
   compute_busy_ = true;

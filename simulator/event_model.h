@@ -60,14 +60,23 @@ struct Infeasibility {
   std::string reason;
 };
 
-enum class TimelineKind : uint8_t { kOp, kRebuild, kOffload, kPrefetch };
+// kStall: the compute stream waited from start to end, for `cause`, before
+// the step of operator `index` (the op, or a rebuild before it).
+enum class TimelineKind : uint8_t {
+  kOp,
+  kRebuild,
+  kOffload,
+  kPrefetch,
+  kStall
+};
 
 struct TimelineEvent {
   TimelineKind kind;
-  int32_t index;  // operator for kOp, tensor otherwise
+  int32_t index;  // operator for kOp and kStall, tensor otherwise
   int64_t start_ns;
   int64_t end_ns;
-  int64_t resident_bytes;  // just after the event started
+  int64_t resident_bytes;  // just after the event started (a stall: ended)
+  WaitCause cause = WaitCause::kNone;  // kStall only
 };
 
 struct SimulationResult {

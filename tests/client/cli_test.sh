@@ -66,8 +66,10 @@ check "plan carries its offload order" test \
 "$cli" simulate --trace "$work/t.pb" --policy all-swap --budget 0.5 \
   --timeline "$work/timeline.json" >/dev/null
 ops=$(json_get "$work/t.json" "len(d['operators'])")
-spans=$(json_get "$work/timeline.json" "sum(1 for e in d['traceEvents'] if e['ph']=='X' and e['tid']==1)")
+spans=$(json_get "$work/timeline.json" "sum(1 for e in d['traceEvents'] if e['ph']=='X' and e.get('cat')=='op')")
 check "timeline has one span per op" test "$spans" = "$ops"
+stalls=$(json_get "$work/timeline.json" "sum(1 for e in d['traceEvents'] if e['ph']=='X' and e.get('cat')=='stall' and e['tid']==1)")
+check "timeline shows the compute stream's stalls" test "$stalls" -gt 0
 
 # Infeasible budgets are a result, not an error.
 check "infeasible is exit 0" test "$(exit_code "$cli" simulate --trace "$work/t.pb" \

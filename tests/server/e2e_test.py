@@ -363,6 +363,55 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(bad["code"], "INVALID_ARGUMENT")
         self.assertIn("hardware", bad["error"])
 
+    def test_timeline_export_from_the_cli_and_from_python_agree(self):
+        import importlib.util
+        from slackswap.v1 import plan_pb2, service_pb2
+        repo = os.path.dirname(os.path.abspath(ARGS.proto_dir))
+        spec = importlib.util.spec_from_file_location(
+            "timeline", os.path.join(repo, "client", "python", "slackswap_client", "timeline.py"))
+        timeline = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(timeline)
+        name = "all-swap at 30%: llama-7b"
+        with tempfile.TemporaryDirectory() as work:
+            with open(os.path.join(work, "t.pb"), "wb") as f:
+                f.write(self.generated.trace.SerializeToString())
+            subprocess.run([ARGS.cli, "simulate", "--trace", os.path.join(work, "t.pb"),
+                            "--hardware", "a100", "--budget", "0.3", "--policy", "all-swap",
+                            "--plan_out", os.path.join(work, "plan.pb"), "--timeline",
+                            os.path.join(work, "cli.json"), "--timeline_name", name],
+                           check=True, capture_output=True, timeout=60)
+            with open(os.path.join(work, "cli.json")) as f:
+                from_cli = f.read()
+            with open(os.path.join(work, "plan.pb"), "rb") as f:
+                plan = plan_pb2.Plan.FromString(f.read())
+        response = self.stub.Simulate(service_pb2.SimulateRequest(
+            trace=self.generated.trace, hardware=self.generated.hardware,
+            budget=plan_pb2.Budget(fraction_of_peak=0.3), plan=plan, include_timeline=True),
+            timeout=30)
+        from_python = timeline.chrome_trace_json(self.generated.trace, response.timeline,
+                                                 response.metrics, name)
+        self.assertEqual(from_python, from_cli)
+        events = json.loads(from_cli)["traceEvents"]
+        names = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+        self.assertEqual(names, {name})
+        self.assertEqual({e["pid"] for e in events}, {timeline.process_id(name)})
+        slices = [e for e in events if e["ph"] == "X"]
+        self.assertEqual({e["cat"] for e in slices} >= {"op", "offload", "prefetch"}, True)
+        # Labelled stall slices that add up to the metrics' waits.
+        stalls = [e for e in slices if e["cat"] == "stall"]
+        waited = (response.metrics.prefetch_wait_ns + response.metrics.memory_wait_ns +
+                  response.metrics.barrier_wait_ns)
+        self.assertGreater(waited, 0)
+        self.assertAlmostEqual(sum(e["dur"] for e in stalls) * 1000, waited, delta=len(stalls))
+        self.assertTrue(all(e["name"] == "stall: " + e["args"]["cause"] for e in stalls))
+        # Bytes in the transfers' args, and the budget as a counter.
+        offload = next(e for e in slices if e["cat"] == "offload")
+        self.assertEqual(offload["args"]["bytes"],
+                         self.generated.trace.tensors[offload["args"]["index"]].size_bytes)
+        budget = [e for e in events if e.get("name") == "budget_bytes"]
+        self.assertEqual([e["args"]["bytes"] for e in budget],
+                         [response.metrics.budget_bytes] * 2)
+
     def test_help_lists_the_flags_and_version_names_the_build(self):
         helped = subprocess.run([ARGS.server, "--help"], capture_output=True, text=True,
                                 timeout=30)

@@ -33,6 +33,7 @@ void CheckConsistency(const Trace& trace, const Plan& plan,
       op_end(trace.ops.size(), -1);
   std::vector<int64_t> prefetch_end(trace.tensors.size(), -1);
   std::vector<int64_t> offload_end(trace.tensors.size(), -1);
+  int64_t stall_ns[4] = {0, 0, 0, 0};  // by WaitCause
   for (const TimelineEvent& e : r.timeline) {
     ASSERT_LE(e.resident_bytes, r.budget_bytes);
     ASSERT_LE(e.start_ns, e.end_ns);
@@ -65,6 +66,13 @@ void CheckConsistency(const Trace& trace, const Plan& plan,
         d2h_ns += e.end_ns - e.start_ns;
         offloads.push_back(e.index);
         break;
+      case TimelineKind::kStall:
+        // The compute stream was idle then: after its last step, before the
+        // next one.
+        ASSERT_GE(e.start_ns, compute_end) << "a stall overlaps compute";
+        ASSERT_LT(e.start_ns, e.end_ns);
+        stall_ns[static_cast<int>(e.cause)] += e.end_ns - e.start_ns;
+        break;
       case TimelineKind::kPrefetch: {
         ASSERT_GE(e.start_ns, h2d_end) << "prefetches overlap";
         ASSERT_GE(e.start_ns, offload_end[e.index]);
@@ -89,6 +97,12 @@ void CheckConsistency(const Trace& trace, const Plan& plan,
   // The compute stream is always running or stalled, and each stall has one
   // cause.
   EXPECT_EQ(r.iteration_ns, r.ideal_ns + r.recompute_ns + r.stall_ns());
+  // The stall slices are the waits, cause by cause.
+  EXPECT_EQ(stall_ns[static_cast<int>(WaitCause::kNone)], 0);
+  EXPECT_EQ(stall_ns[static_cast<int>(WaitCause::kPrefetch)],
+            r.prefetch_wait_ns);
+  EXPECT_EQ(stall_ns[static_cast<int>(WaitCause::kMemory)], r.memory_wait_ns);
+  EXPECT_EQ(stall_ns[static_cast<int>(WaitCause::kBarrier)], r.barrier_wait_ns);
   EXPECT_LE(r.peak_resident_bytes, r.budget_bytes);
   EXPECT_EQ(r.forward_end_ns, op_end[trace.num_forward_ops - 1]);
 }

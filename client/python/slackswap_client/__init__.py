@@ -15,6 +15,7 @@ from .profiler import profile, ProfileError
 from .client import Client, PlanningError
 from .runtime import MismatchError, Runtime
 from .hardware import HARDWARE_PRESETS, hardware_proto
+from .timeline import chrome_trace_json
 
 __all__ = ["profile", "ProfileError", "Client", "PlanningError", "Runtime", "MismatchError",
-           "HARDWARE_PRESETS", "hardware_proto"]
+           "HARDWARE_PRESETS", "hardware_proto", "chrome_trace_json"]

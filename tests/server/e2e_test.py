@@ -876,6 +876,19 @@ class LimitsTest(unittest.TestCase):
             for server in servers:
                 server.stop()
 
+    def test_an_idle_server_exits_once_drained(self):
+        """After its metrics endpoint served a scrape (prometheus-cpp's exposer
+        held the exit about 2 s), a drained server exits at once."""
+        server = Server()
+        try:
+            self.assertEqual(metric_value(server.metrics_port, "slackswap_build_info"), 1)
+            start = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(server.proc.wait(timeout=30), 0)
+            self.assertLess(time.monotonic() - start, 1.5)
+        finally:
+            server.stop()
+
     def test_sigterm_under_load_loses_no_accepted_call(self):
         import grpc
         from slackswap.v1 import service_pb2_grpc

@@ -11,13 +11,14 @@
 
 namespace slackswap {
 
-// A server on an ephemeral loopback port, without a metrics endpoint (its
-// exposer is slow to stop).
+// A server on an ephemeral loopback port, without a metrics endpoint or a
+// call log (the tests read neither).
 inline std::unique_ptr<PlanningServer> StartTestServer(int max_concurrent_calls,
                                                        int planning_threads) {
   ServerOptions options;
   options.listen_address = "127.0.0.1:0";
   options.metrics_address = "";
+  options.call_log = false;
   options.max_concurrent_calls = max_concurrent_calls;
   options.planning_threads = planning_threads;
   auto server = PlanningServer::Start(options);

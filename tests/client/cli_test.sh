@@ -32,6 +32,9 @@ check "bad budget explains" grep -q -- "--budget must be" "$work/err"
 check "bad policy exits 2" test "$(exit_code "$cli" simulate --policy magic)" = 2
 check "help exits 0" test "$(exit_code "$cli" help)" = 0
 check "help lists simulate" grep -q "slackswap simulate" "$work/out"
+check "version exits 0" test "$(exit_code "$cli" --version)" = 0
+check "version names the release and the revision" \
+  grep -qE '^slackswap [0-9]+\.[0-9]+\.[0-9]+ \(revision [^ ]+\)$' "$work/out"
 check "unknown preset is a usage error" test "$(exit_code "$cli" generate --preset gpt-9)" = 2
 check "unknown preset lists valid ones" grep -q "gpt2-xl" "$work/err"
 check "unknown hardware is a usage error" test "$(exit_code "$cli" simulate --hardware tpu9)" = 2

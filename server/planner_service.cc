@@ -94,10 +94,11 @@ Request* ParseRequest(const grpc::ByteBuffer& bytes,
 PlannerServiceImpl::PlannerServiceImpl(
     int max_concurrent_calls, int planning_threads, ServerMetrics* metrics,
     CallLimits limits, absl::Duration max_call_duration,
-    int64_t max_message_bytes, CallLog* call_log)
+    int64_t max_message_bytes, CallLog* call_log, int64_t compress_from_bytes)
     : max_concurrent_calls_(max_concurrent_calls),
       max_call_duration_(max_call_duration),
       max_message_bytes_(max_message_bytes),
+      compress_from_bytes_(compress_from_bytes),
       metrics_(metrics),
       call_log_(call_log),
       core_(metrics, limits) {
@@ -237,7 +238,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
     const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Call call) {
   return Handle(
       method, context, static_cast<int64_t>(request->Length()),
-      [this, method, request, response, call = std::move(call)](
+      [this, method, context, request, response, call = std::move(call)](
           const StopFunction& stop, CallRecord& record) {
         google::protobuf::Arena arena(RequestArenaOptions());
         std::optional<absl::StatusOr<Trace>> trace;
@@ -278,6 +279,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
               "policies, no timeline) or raise the limit"));
         }
         record.response_bytes = response_bytes;
+        if (compress_from_bytes_ > 0 && response_bytes >= compress_from_bytes_)
+          context->set_compression_algorithm(GRPC_COMPRESS_GZIP);
         if (metrics_ != nullptr) metrics_->ResponseSent(method, response_bytes);
         return absl::OkStatus();
       });

@@ -55,8 +55,8 @@ class PlannerServiceImpl final : public RawPlannerService {
   PlannerServiceImpl(int max_concurrent_calls, int planning_threads,
                      ServerMetrics* metrics, CallLimits limits = CallLimits(),
                      absl::Duration max_call_duration = absl::ZeroDuration(),
-                     int64_t max_message_bytes = 0,
-                     CallLog* call_log = nullptr);
+                     int64_t max_message_bytes = 0, CallLog* call_log = nullptr,
+                     int64_t compress_from_bytes = 0);
   // Runs what is queued, then joins the planning threads. The gRPC server
   // must have been shut down first.
   ~PlannerServiceImpl() override;
@@ -114,6 +114,9 @@ class PlannerServiceImpl final : public RawPlannerService {
   const int max_concurrent_calls_;
   const absl::Duration max_call_duration_;
   const int64_t max_message_bytes_;
+  // Responses of at least this many bytes are sent gzip-compressed to
+  // clients that accept it (0: none).
+  const int64_t compress_from_bytes_;
   ServerMetrics* metrics_;
   CallLog* call_log_;
   ServiceCore core_;

@@ -118,7 +118,8 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
   s->service_ = std::make_unique<PlannerServiceImpl>(
       options.max_concurrent_calls, options.planning_threads, s->metrics_.get(),
       options.call_limits, options.max_call_duration, options.max_message_bytes,
-      s->call_log_.get());
+      s->call_log_.get(),
+      options.compress_responses ? kCompressResponsesFrom : 0);
   s->metrics_->SetCapacity(options.max_concurrent_calls,
                            s->service_->planning_threads());
 
@@ -143,8 +144,6 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
           absl::ToInt64Milliseconds(options.min_client_ping_interval),
           std::numeric_limits<int>::max())));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  if (options.compress_responses)
-    builder.SetDefaultCompressionLevel(GRPC_COMPRESS_LEVEL_LOW);
   // Two processes must never share a port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (options.max_connection_age > absl::ZeroDuration()) {

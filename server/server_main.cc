@@ -61,8 +61,8 @@ ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(60),
           "how often the TLS files are checked for a renewed certificate "
           "(served to new connections without a restart)");
 ABSL_FLAG(bool, compress_responses, true,
-          "compress responses for clients that accept it (gRPC's "
-          "grpc-accept-encoding)");
+          "gzip responses of 16 KiB or more for clients that accept it "
+          "(gRPC's grpc-accept-encoding)");
 ABSL_FLAG(std::string, call_log, "json",
           "one line per call on stderr: json (method, code, duration, queue "
           "wait, sizes, request id, traceparent, peer) or none");

@@ -246,8 +246,11 @@ void ServerMetrics::CallDequeued(Method method, absl::Duration waited) {
   queue_wait_[static_cast<int>(method)]->Observe(absl::ToDoubleSeconds(waited));
 }
 
-void ServerMetrics::CallRejected(Method method, grpc::StatusCode code) {
-  handled_[static_cast<int>(method)][CodeIndex(code)]->Increment();
+void ServerMetrics::CallRejected(Method method, grpc::StatusCode code,
+                                 absl::Duration took) {
+  const int m = static_cast<int>(method);
+  handled_[m][CodeIndex(code)]->Increment();
+  handling_[m]->Observe(absl::ToDoubleSeconds(took));
 }
 
 void ServerMetrics::Planned(PlanCall call, Policy policy,

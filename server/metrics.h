@@ -80,8 +80,9 @@ class ServerMetrics : public PlanObserver {
   // the calls ahead of it.
   void CallDequeued(Method method, absl::Duration waited);
   void CallFinished(Method method, grpc::StatusCode code, absl::Duration took);
-  // A call refused before it started (over the concurrency limit).
-  void CallRejected(Method method, grpc::StatusCode code);
+  // A call refused before it started (over the concurrency limit, or its
+  // request over the size limit), `took` after it arrived.
+  void CallRejected(Method method, grpc::StatusCode code, absl::Duration took);
 
   void Planned(PlanCall call, Policy policy, const PlanningResult& result,
                absl::Duration took) override;

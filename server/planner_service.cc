@@ -162,8 +162,9 @@ void PlannerServiceImpl::Finish(grpc::CallbackServerContext* context,
 grpc::ServerUnaryReactor* PlannerServiceImpl::Refuse(
     grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
     const grpc::Status& status, CallRecord& record) {
-  if (metrics_ != nullptr)
-    metrics_->CallRejected(record.method, status.error_code());
+  if (metrics_ != nullptr) {
+    metrics_->CallRejected(record.method, status.error_code(), record.duration);
+  }
   Finish(context, reactor, status, record);
   return reactor;
 }
@@ -179,6 +180,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
   if (call_log_ != nullptr) ReadCallMetadata(*context, record);
   if (metrics_ != nullptr) metrics_->CallReceived(method, request_bytes);
   if (max_message_bytes_ > 0 && request_bytes > max_message_bytes_) {
+    record.duration = absl::Now() - start;
     return Refuse(context, reactor,
                   grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                absl::StrCat("request: ", request_bytes,
@@ -190,6 +192,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
   }
   if (inflight_.fetch_add(1) >= max_concurrent_calls_) {
     inflight_.fetch_sub(1);
+    record.duration = absl::Now() - start;
     return Refuse(
         context, reactor,
         RetryLater(absl::StrCat("server busy: ", max_concurrent_calls_,
@@ -280,7 +283,9 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
         }
         record.response_bytes = response_bytes;
         if (compress_from_bytes_ > 0 && response_bytes >= compress_from_bytes_)
-          context->set_compression_algorithm(GRPC_COMPRESS_GZIP);
+          // A level, not an algorithm: gRPC picks one the client accepts
+          // (its grpc-accept-encoding), or none.
+          context->set_compression_level(GRPC_COMPRESS_LEVEL_HIGH);
         if (metrics_ != nullptr) metrics_->ResponseSent(method, response_bytes);
         return absl::OkStatus();
       });

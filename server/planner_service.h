@@ -95,7 +95,7 @@ class PlannerServiceImpl final : public RawPlannerService {
       Method method, grpc::CallbackServerContext* context,
       int64_t request_bytes,
       std::function<absl::Status(const StopFunction&, CallRecord&)> work);
-  // Finishes a call refused before it started.
+  // Finishes a call refused before it started (record.duration set).
   grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context,
                                    grpc::ServerUnaryReactor* reactor,
                                    const grpc::Status& status,

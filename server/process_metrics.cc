@@ -68,8 +68,11 @@ ProcessMetrics::ProcessMetrics(prometheus::Registry& registry)
                 .Register(registry)
                 .Add({});
   };
-  cpu_ = gauge("process_cpu_seconds_total",
-               "Total user and system CPU time spent in seconds.");
+  cpu_ = &prometheus::BuildCounter()
+              .Name("process_cpu_seconds_total")
+              .Help("Total user and system CPU time spent in seconds.")
+              .Register(registry)
+              .Add({});
   resident_ =
       gauge("process_resident_memory_bytes", "Resident memory size in bytes.");
   virtual_ =
@@ -89,7 +92,10 @@ void ProcessMetrics::Update() {
         *stat, static_cast<double>(sysconf(_SC_CLK_TCK)),
         static_cast<double>(sysconf(_SC_PAGESIZE)), boot_time_seconds_);
     if (s.has_value()) {
-      cpu_->Set(s->cpu_seconds);
+      if (s->cpu_seconds > cpu_seen_) {
+        cpu_->Increment(s->cpu_seconds - cpu_seen_);
+        cpu_seen_ = s->cpu_seconds;
+      }
       resident_->Set(s->resident_bytes);
       virtual_->Set(s->virtual_bytes);
       start_time_->Set(s->start_time_seconds);
@@ -101,7 +107,8 @@ void ProcessMetrics::Update() {
        !error && it != end; it.increment(error)) {
     ++fds;
   }
-  if (!error) open_fds_->Set(fds);
+  // Less the descriptor the listing itself held open.
+  if (!error) open_fds_->Set(fds - 1);
   struct rlimit limit {};
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0)
     max_fds_->Set(static_cast<double>(limit.rlim_cur));

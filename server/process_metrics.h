@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
 
@@ -48,8 +49,9 @@ class ProcessMetrics {
   void Update();
 
  private:
-  // Gauges throughout: the CPU total is read, not counted, here.
-  prometheus::Gauge* cpu_ = nullptr;
+  // A counter, advanced by what each reading adds.
+  prometheus::Counter* cpu_ = nullptr;
+  double cpu_seen_ = 0;
   prometheus::Gauge* resident_ = nullptr;
   prometheus::Gauge* virtual_ = nullptr;
   prometheus::Gauge* open_fds_ = nullptr;

@@ -1,5 +1,11 @@
 #include "server/server.h"
 
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -26,6 +32,43 @@ absl::StatusOr<std::string> ReadFlagFile(const std::string& path,
   return bytes;
 }
 
+// The certificate chain and the key are PEM, the key is the certificate's,
+// and the client CA (when given) holds a PEM certificate.
+absl::Status CheckPem(const std::string& cert_pem, const std::string& key_pem,
+                      const std::string& ca_pem) {
+  auto read_x509 = [](const std::string& pem) {
+    BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    X509* x509 = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    BIO_free(bio);
+    return x509;
+  };
+  X509* cert = read_x509(cert_pem);
+  if (cert == nullptr) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("tls_cert: no PEM certificate");
+  }
+  BIO* bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  absl::Status status;
+  if (key == nullptr) {
+    status = absl::InvalidArgumentError("tls_key: no PEM private key");
+  } else if (X509_check_private_key(cert, key) != 1) {
+    status = absl::InvalidArgumentError(
+        "tls_key: not the key of the certificate in tls_cert");
+  }
+  EVP_PKEY_free(key);
+  X509_free(cert);
+  ERR_clear_error();
+  if (!status.ok() || ca_pem.empty()) return status;
+  X509* ca = read_x509(ca_pem);
+  ERR_clear_error();
+  if (ca == nullptr)
+    return absl::InvalidArgumentError("tls_client_ca: no PEM certificate");
+  X509_free(ca);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
     const ServerOptions& o) {
   if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
@@ -38,15 +81,20 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
     return absl::InvalidArgumentError("tls_cert and tls_key go together");
   }
-  // Read once here, so that a missing or unreadable file fails the start
-  // with a message naming its flag.
-  for (const auto& [file, flag] : {std::pair{o.tls_cert_file, "tls_cert"},
-                                   {o.tls_key_file, "tls_key"},
-                                   {o.tls_client_ca_file, "tls_client_ca"}}) {
-    if (file.empty()) continue;
-    auto bytes = ReadFlagFile(file, flag);
+  // Read and checked once here, so that a missing, unreadable or broken
+  // file fails the start with a message naming its flag (the watcher below
+  // would only log it, and every handshake would fail).
+  auto cert = ReadFlagFile(o.tls_cert_file, "tls_cert");
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFlagFile(o.tls_key_file, "tls_key");
+  if (!key.ok()) return key.status();
+  std::string ca;
+  if (!o.tls_client_ca_file.empty()) {
+    auto bytes = ReadFlagFile(o.tls_client_ca_file, "tls_client_ca");
     if (!bytes.ok()) return bytes.status();
+    ca = *std::move(bytes);
   }
+  if (absl::Status pem = CheckPem(*cert, *key, ca); !pem.ok()) return pem;
   if (o.tls_reload_interval < absl::Seconds(1)) {
     return absl::InvalidArgumentError("tls_reload_interval must be >= 1s");
   }
@@ -162,6 +210,7 @@ absl::StatusOr<std::unique_ptr<PlanningServer>> PlanningServer::Start(
       s->server_->GetHealthCheckService();
   health->SetServingStatus(true);
   health->SetServingStatus(kServiceName, true);
+  s->serving_ = true;
   return s;
 }
 

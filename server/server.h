@@ -103,8 +103,9 @@ class PlanningServer {
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<ProcessMetrics> process_metrics_;
   std::unique_ptr<CallLog> call_log_;
-  // False from the start of a drain: /readyz answers 503.
-  std::atomic<bool> serving_{true};
+  // True from when the gRPC port listens to the start of a drain: /readyz
+  // answers 503 outside it.
+  std::atomic<bool> serving_{false};
   // After the metrics it reads: stopped first.
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<PlannerServiceImpl> service_;

@@ -572,6 +572,12 @@ class LimitsTest(unittest.TestCase):
             status = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=5).status
             self.assertEqual(status, health_pb2.HealthCheckResponse.SERVING)
+            # Refused calls are in the latency histogram too: one sample per
+            # counted call.
+            compare = {"grpc_method": "Compare"}
+            self.assertEqual(
+                metric_value(server.metrics_port, "grpc_server_handling_seconds_count", compare),
+                metric_value(server.metrics_port, "grpc_server_handled_total", compare))
             channel.close()
         finally:
             server.stop()
@@ -982,6 +988,22 @@ class TlsTest(unittest.TestCase):
             self.assertNotEqual(plaintext.returncode, 0)
         finally:
             server.stop()
+
+    def test_broken_tls_files_stop_the_start_naming_the_flag(self):
+        d = self.dir
+        with open(os.path.join(d, "garbage.pem"), "w") as f:
+            f.write("not a certificate\n")
+        for flags, message in (
+                (("--tls_cert", f"{d}/server.pem", "--tls_key", f"{d}/client.key"),
+                 "tls_key: not the key of the certificate in tls_cert"),
+                (("--tls_cert", f"{d}/garbage.pem", "--tls_key", f"{d}/server.key"),
+                 "tls_cert: no PEM certificate"),
+                (("--tls_cert", f"{d}/server.pem", "--tls_key", f"{d}/server.key",
+                  "--tls_client_ca", f"{d}/garbage.pem"), "tls_client_ca: no PEM certificate")):
+            out = subprocess.run([ARGS.server, "--listen", "127.0.0.1:0", "--metrics", "",
+                                  *flags], capture_output=True, text=True, timeout=30)
+            self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+            self.assertIn(message, out.stderr)
 
     def peer_common_name(self, port):
         import ssl

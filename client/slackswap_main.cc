@@ -14,8 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/str_cat.h"
+#include "base/build_info.h"
 #include "base/malloc_tuning.h"
 #include "client/cli_commands.h"
 #include "client/cli_flags.h"
@@ -76,28 +75,11 @@ Exit status: 0 on success, 2 on a usage error, 1 on any other error.)";
 }  // namespace
 }  // namespace slackswap
 
-#ifndef SLACKSWAP_VERSION
-#define SLACKSWAP_VERSION "dev"
-#endif
-#ifndef SLACKSWAP_GIT_REVISION
-#define SLACKSWAP_GIT_REVISION "unknown"
-#endif
-
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(slackswap::kUsage);
   // --version names the build, as slackswap-server's does; --helpfull lists
-  // the flags with their defaults under their source files.
-  absl::FlagsUsageConfig usage;
-  usage.version_string = [] {
-    return absl::StrCat("slackswap ", SLACKSWAP_VERSION, " (revision ",
-                        SLACKSWAP_GIT_REVISION, ")\n");
-  };
-  usage.normalize_filename = [](absl::string_view file) {
-    const size_t folder = file.rfind("client/");
-    return std::string(folder == absl::string_view::npos ? file
-                                                         : file.substr(folder));
-  };
-  absl::SetFlagsUsageConfig(usage);
+  // the flags with their defaults.
+  slackswap::ConfigureFlagsUsage("slackswap", "client/");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   slackswap::KeepFreedMemoryForReuse();
   if (positional.size() != 2) {

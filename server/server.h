@@ -67,7 +67,7 @@ struct ServerOptions {
   absl::Duration tls_reload_interval = absl::Seconds(60);
   // Compress responses of kCompressResponsesFrom bytes or more (gzip) for
   // clients that accept it (grpc-accept-encoding, which gRPC clients send):
-  // a generated GPT-2 XL trace crosses in a fifth of its bytes. Smaller
+  // a generated GPT-2 XL trace crosses in well under half its bytes. Smaller
   // responses (a plan's is a few KiB) are sent as they are: compressing them
   // would cost more CPU than it saves on the wire.
   bool compress_responses = true;

@@ -12,20 +12,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/build_info.h"
 #include "base/malloc_tuning.h"
 #include "google/protobuf/stubs/logging.h"
 #include "server/server.h"
-
-#ifndef SLACKSWAP_VERSION
-#define SLACKSWAP_VERSION "dev"
-#endif
-#ifndef SLACKSWAP_GIT_REVISION
-#define SLACKSWAP_GIT_REVISION "unknown"
-#endif
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
           "gRPC listen address (port 0: pick one)");
@@ -93,22 +86,7 @@ int main(int argc, char** argv) {
       "the SlackSwap planning service (docs/service.md)");
   // --help lists this binary's flags (Abseil's default lists those of files
   // named like the binary, which here is none); --version names the build.
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::StrContains(file, "server_main.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  // "server/server_main.cc", not the path of the build machine's checkout.
-  usage.normalize_filename = [](absl::string_view file) {
-    const size_t folder = file.rfind("server/");
-    return std::string(folder == absl::string_view::npos ? file
-                                                         : file.substr(folder));
-  };
-  usage.version_string = [] {
-    return absl::StrCat("slackswap-server ", SLACKSWAP_VERSION, " (revision ",
-                        SLACKSWAP_GIT_REVISION, ")\n");
-  };
-  absl::SetFlagsUsageConfig(usage);
+  slackswap::ConfigureFlagsUsage("slackswap-server", "server/");
   absl::ParseCommandLine(argc, argv);
   slackswap::KeepFreedMemoryForReuse();
   google::protobuf::SetLogHandler(LogProtobuf);
@@ -139,8 +117,8 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_min_client_ping_interval);
   options.compress_responses = absl::GetFlag(FLAGS_compress_responses);
   options.tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
-  options.version = SLACKSWAP_VERSION;
-  options.revision = SLACKSWAP_GIT_REVISION;
+  options.version = slackswap::BuildVersion();
+  options.revision = slackswap::BuildRevision();
   const std::string call_log = absl::GetFlag(FLAGS_call_log);
   if (call_log != "json" && call_log != "none") {
     std::cerr << "slackswap-server: --call_log must be json or none, not \""

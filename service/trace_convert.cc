@@ -19,30 +19,10 @@ struct ProtoForm {
   }
 };
 
-struct KindPair {
-  OpKind kind;
-  v1::OpKind proto;
-};
-
-// OP_KIND_UNSPECIFIED reads as "other" too.
-constexpr KindPair kKinds[] = {
-    {OpKind::kOther, v1::OP_KIND_OTHER},
-    {OpKind::kMatmul, v1::OP_KIND_MATMUL},
-    {OpKind::kAttention, v1::OP_KIND_ATTENTION},
-    {OpKind::kConv, v1::OP_KIND_CONV},
-    {OpKind::kElementwise, v1::OP_KIND_ELEMENTWISE},
-    {OpKind::kNormalization, v1::OP_KIND_NORMALIZATION},
-    {OpKind::kDropout, v1::OP_KIND_DROPOUT},
-    {OpKind::kPooling, v1::OP_KIND_POOLING},
-    {OpKind::kEmbedding, v1::OP_KIND_EMBEDDING},
-    {OpKind::kLoss, v1::OP_KIND_LOSS},
-    {OpKind::kOptimizer, v1::OP_KIND_OPTIMIZER},
-    {OpKind::kOther, v1::OP_KIND_UNSPECIFIED},
-};
-
 static_assert(static_cast<int>(OpKind::kMatmul) == v1::OP_KIND_MATMUL &&
                   static_cast<int>(OpKind::kOptimizer) == v1::OP_KIND_OPTIMIZER,
-              "KindFromProto maps the wire numbers 1 to 10 directly");
+              "the wire numbers 1 to 10 are the internal kinds from kMatmul "
+              "on; other is 11 on the wire (and unspecified, 0, reads as it)");
 
 }  // namespace
 
@@ -72,9 +52,7 @@ v1::Phase PhaseToProto(Phase phase) {
 }
 
 std::optional<OpKind> KindFromProto(v1::OpKind kind) {
-  // The wire numbers 1 to 10 are the internal kinds from kMatmul on; 0
-  // (unspecified) and 11 are "other" (kKinds states the pairs, and the
-  // trace conversion test checks both directions).
+  // The trace conversion test checks both directions.
   if (kind >= v1::OP_KIND_MATMUL && kind <= v1::OP_KIND_OPTIMIZER)
     return static_cast<OpKind>(static_cast<int>(kind));
   if (kind == v1::OP_KIND_UNSPECIFIED || kind == v1::OP_KIND_OTHER)
@@ -83,10 +61,9 @@ std::optional<OpKind> KindFromProto(v1::OpKind kind) {
 }
 
 v1::OpKind KindToProto(OpKind kind) {
-  for (const KindPair& p : kKinds) {
-    if (p.kind == kind) return p.proto;
-  }
-  return v1::OP_KIND_UNSPECIFIED;
+  return kind == OpKind::kOther
+             ? v1::OP_KIND_OTHER
+             : static_cast<v1::OpKind>(static_cast<int>(kind));
 }
 
 absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {

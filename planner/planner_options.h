@@ -89,8 +89,9 @@ struct PlannerStats {
   int32_t swaps_admitted = 0;     // by the link-budget pass
   int32_t recomputes_marked = 0;  // by the recompute pass
   int32_t blocks_recomputed = 0;  // by the block fallback
-  int32_t repair_iterations =
-      0;                        // validation-and-repair rounds (a replay each)
+  // Validation rounds that repaired something (not the replays: a plan
+  // that validates at once took one replay and no repair round).
+  int32_t repair_iterations = 0;
   int32_t repairs = 0;          // plan changes made by repair
   int64_t plans_evaluated = 0;  // candidate plans replayed (genetic searches)
   int32_t polish_replays = 0;   // replays of the improvement step

@@ -86,7 +86,6 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   for (int iteration = 0; iteration < options.max_repair_iterations;
        ++iteration) {
     if (stop.StopNow()) return PlanningStopped();
-    ++result.stats.repair_iterations;
     const SimulationResult r = replay(draft.plan(), true);
     if (r.feasible &&
         (!have_best || r.iteration_ns < result.replay.iteration_ns)) {
@@ -135,6 +134,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
       if (recompute.RecomputeAt(draft.PeakOp(), 1, result.stats)) ++changes;
     }
     if (changes == 0) break;
+    ++result.stats.repair_iterations;
     result.stats.repairs += changes;
     recompute.Run(budget_bytes, result.stats);
     if (stop.stopped()) return PlanningStopped();

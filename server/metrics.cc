@@ -168,8 +168,8 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
   auto& repairs = prometheus::BuildHistogram()
                       .Name("slackswap_plan_repair_iterations")
                       .Help(
-                          "Validation and repair rounds per plan of a Plan "
-                          "call.")
+                          "Validation rounds that repaired something, per "
+                          "plan of a Plan call.")
                       .Register(registry);
   auto& gap = prometheus::BuildHistogram()
                   .Name("slackswap_plan_lower_bound_gap_ratio")

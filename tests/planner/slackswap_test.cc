@@ -5,6 +5,8 @@
 #include "gtest/gtest.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
+#include "simulator/small_traces.h"
+#include "simulator/trace_validation.h"
 #include "tests/simulator/test_traces.h"
 
 namespace slackswap {
@@ -143,22 +145,33 @@ TEST(SlackSwapTest, BudgetBelowOneOpsWorkingSetIsInfeasibleWithItsReason) {
   EXPECT_EQ(report.outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
 }
 
-TEST(SlackSwapTest, RepairIterationsCountRoundsOfValidationAndRepair) {
-  // The all-keep budget: one round replays the plan and finds nothing to
-  // repair. The improvement step's replays are not counted there.
+TEST(SlackSwapTest, RepairIterationsCountRepairsNotReplays) {
+  // The all-keep budget: the plan validates at once, so no round repairs
+  // anything. Neither that replay nor the improvement step's count.
   TinyTrace t;
   t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10);
   t.Tensor(100, 0, {1, 3}, 5);
   t.Tensor(50, 1, {2}, 5, {0});
   const Trace trace = t.Build();
   const PlanningResult r = PlanOrDie(trace, AllKeepPeakBytes(trace));
-  EXPECT_EQ(r.stats.repair_iterations, 1);
+  EXPECT_EQ(r.stats.repair_iterations, 0);
   EXPECT_EQ(r.stats.repairs, 0);
   EXPECT_GT(r.stats.polish_replays, 0);
   // A budget the bound proves infeasible: no round runs.
   const PlanningResult none = PlanOrDie(trace, 10);
   EXPECT_FALSE(none.feasible);
   EXPECT_EQ(none.stats.repair_iterations, 0);
+  // Each counted round made at least one repair.
+  int repaired = 0;
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    const SmallTrace small = RandomSmallTrace(seed);
+    const Trace random = *ValidateTrace(small.trace);
+    const PlanningResult p = PlanOrDie(random, AllKeepPeakBytes(random) / 2);
+    EXPECT_LE(p.stats.repair_iterations, p.stats.repairs) << seed;
+    EXPECT_EQ(p.stats.repair_iterations == 0, p.stats.repairs == 0) << seed;
+    if (p.stats.repair_iterations > 0) ++repaired;
+  }
+  EXPECT_GT(repaired, 0);  // some plans needed repair
   // Never more rounds than asked for.
   PlannerOptions one;
   one.max_repair_iterations = 1;

@@ -3,6 +3,8 @@
 // segment and never across, and the reserved bytes they leave.
 #include "simulator/caching_allocator.h"
 
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace slackswap {
@@ -109,6 +111,117 @@ TEST(CachingAllocatorTest, BestFitPrefersTheSmallestBlockThatFits) {
   a.Malloc(15 * MiB);
   EXPECT_EQ(a.segments(), 2);
   EXPECT_EQ(a.reserved_bytes(), 28 * MiB);
+}
+
+TEST(CachingAllocatorTest, ExpandableSegmentsGrowInPagesAndReuseTheTail) {
+  // The sequence that costs the native allocator a segment per size: each
+  // larger request fits the grown tail of the one expandable segment.
+  CachingAllocatorModel native;
+  CachingAllocatorModel expandable(AllocatorKind::kExpandable);
+  for (CachingAllocatorModel* a : {&native, &expandable}) {
+    for (int64_t mib : {12, 14, 16, 18}) a->Free(a->Malloc(mib * MiB));
+  }
+  EXPECT_EQ(native.reserved_bytes(), (12 + 14 + 16 + 18) * MiB);
+  EXPECT_EQ(native.segments(), 4);
+  EXPECT_EQ(expandable.reserved_bytes(), 20 * MiB);  // one 20 MiB page
+  EXPECT_EQ(expandable.segments(), 1);
+  EXPECT_EQ(expandable.peak_allocated_bytes(), 18 * MiB);
+}
+
+TEST(CachingAllocatorTest, ExpandableSegmentsPreferAHoleToTheTail) {
+  CachingAllocatorModel a(AllocatorKind::kExpandable);
+  const int32_t x = a.Malloc(10 * MiB);  // maps 20 MiB: 10 | 10 free tail
+  a.Malloc(3 * MiB);                     // 10 | 3 | 7 free tail
+  a.Free(x);                             // 10 hole | 3 | 7 tail
+  // 6 MiB: the tail (7) is the smallest fit, but it can grow, so the hole
+  // (10) is taken and split: 6 | 4 hole | 3 | 7 tail.
+  a.Malloc(6 * MiB);
+  // 7 MiB then fits only the tail, exactly: nothing is mapped.
+  a.Malloc(7 * MiB);
+  EXPECT_EQ(a.reserved_bytes(), 20 * MiB);
+  EXPECT_EQ(a.allocated_bytes(), 16 * MiB);
+  // 4 MiB fits the hole the split left: still nothing mapped (had the tail
+  // been taken for 6 MiB, this would need a page).
+  a.Malloc(4 * MiB);
+  EXPECT_EQ(a.reserved_bytes(), 20 * MiB);
+  EXPECT_EQ(a.allocated_bytes(), 20 * MiB);
+  // 1 MiB more fits nowhere: one more page.
+  a.Malloc(1 * MiB + 512);
+  EXPECT_EQ(a.reserved_bytes(), 40 * MiB);
+}
+
+TEST(CachingAllocatorTest, ExpandableGrowthCountsTheFreeTail) {
+  CachingAllocatorModel a(AllocatorKind::kExpandable);
+  a.Malloc(15 * MiB);  // 15 | 5 free tail
+  // 30 MiB needs 25 more than the tail holds: two more pages.
+  a.Malloc(30 * MiB);
+  EXPECT_EQ(a.reserved_bytes(), 60 * MiB);
+  EXPECT_EQ(a.allocated_bytes(), 45 * MiB);
+  // Small requests have their own segment with 2 MiB pages.
+  a.Malloc(3 * KiB);
+  EXPECT_EQ(a.reserved_bytes(), 62 * MiB);
+  EXPECT_EQ(a.segments(), 2);
+}
+
+TEST(CachingAllocatorTest, ALimitReleasesCachedSegmentsBeforeFailing) {
+  CachingAllocatorModel a(AllocatorKind::kCaching, 30 * MiB);
+  a.Free(a.Malloc(12 * MiB));
+  a.Free(a.Malloc(14 * MiB));  // 12 does not fit: 26 MiB reserved
+  EXPECT_EQ(a.reserved_bytes(), 26 * MiB);
+  // 16 more would make 42: both cached segments go back first.
+  const int32_t x = a.Malloc(16 * MiB);
+  EXPECT_GE(x, 0);
+  EXPECT_EQ(a.reserved_bytes(), 16 * MiB);
+  EXPECT_EQ(a.peak_reserved_bytes(), 26 * MiB);
+  // Nothing is free to release now: another 16 MiB fails, state unchanged.
+  EXPECT_EQ(a.Malloc(16 * MiB), -1);
+  EXPECT_EQ(a.reserved_bytes(), 16 * MiB);
+  EXPECT_EQ(a.allocated_bytes(), 16 * MiB);
+}
+
+TEST(CachingAllocatorTest, AnExpandableLimitUnmapsFreeTailPages) {
+  CachingAllocatorModel a(AllocatorKind::kExpandable, 20 * MiB);
+  const int32_t x = a.Malloc(1 * MiB);  // the small pool maps one 2 MiB page
+  // The large pool's first page would make 22 MiB; the small tail's free
+  // half page cannot be unmapped: fails.
+  EXPECT_EQ(a.Malloc(12 * MiB), -1);
+  a.Free(x);
+  // Now the small page is wholly free: unmapped, and the large page fits.
+  EXPECT_GE(a.Malloc(12 * MiB), 0);
+  EXPECT_EQ(a.reserved_bytes(), 20 * MiB);
+  EXPECT_EQ(a.peak_reserved_bytes(), 20 * MiB);
+}
+
+TEST(CachingAllocatorTest, MallocAllTakesEveryRequestOrNone) {
+  CachingAllocatorModel a(AllocatorKind::kCaching, 40 * MiB);
+  std::vector<int32_t> ids;
+  // 12 + 14 fit, 16 more would make 42 with nothing to release.
+  EXPECT_FALSE(a.MallocAll({12 * MiB, 14 * MiB, 16 * MiB}, &ids));
+  EXPECT_TRUE(ids.empty());
+  EXPECT_EQ(a.allocated_bytes(), 0);
+  EXPECT_EQ(a.peak_allocated_bytes(), 0);  // the undone requests never ran
+  // The two segments reserved on the way stay cached, wholly unused.
+  EXPECT_EQ(a.reserved_bytes(), 26 * MiB);
+  EXPECT_EQ(a.fragmentation_bytes(), 26 * MiB);
+  // Served from the cache, the reserved peak is now fully used.
+  EXPECT_TRUE(a.MallocAll({12 * MiB, 14 * MiB}, &ids));
+  EXPECT_EQ(ids.size(), 2u);
+  EXPECT_EQ(a.reserved_bytes(), 26 * MiB);
+  EXPECT_EQ(a.fragmentation_bytes(), 0);
+}
+
+TEST(CachingAllocatorTest, FragmentationIsMeasuredAtTheReservedPeak) {
+  CachingAllocatorModel a;
+  const int32_t x = a.Malloc(6 * MiB);
+  const int32_t y = a.Malloc(6 * MiB);
+  a.Malloc(6 * MiB);
+  a.Free(y);
+  a.Malloc(7 * MiB);  // 40 MiB reserved for 19 MiB
+  EXPECT_EQ(a.fragmentation_bytes(), 21 * MiB);
+  a.Malloc(4 * MiB);  // fills part of the hole: the peak is fuller now
+  EXPECT_EQ(a.fragmentation_bytes(), 17 * MiB);
+  a.Free(x);  // lower usage later does not change the fullest instant
+  EXPECT_EQ(a.fragmentation_bytes(), 17 * MiB);
 }
 
 }  // namespace

@@ -26,8 +26,14 @@ class Replay {
         s_(schedule),
         options_(options),
         offloaded_(trace.tensors.size(), 0),
-        forward_done_(trace.tensors.size(), 0) {
+        forward_done_(trace.tensors.size(), 0),
+        modelled_(options.allocator != AllocatorKind::kNone),
+        reserved_budget_(modelled_ && options.budget_reserved),
+        allocator_(options.allocator, reserved_budget_
+                                          ? options.budget_bytes
+                                          : CachingAllocatorModel::kNoLimit) {
     if (options.per_layer_barriers) ComputeBarriers();
+    if (modelled_) allocation_.assign(trace.tensors.size(), -1);
   }
 
   SimulationResult Run();
@@ -46,6 +52,17 @@ class Replay {
     result_.peak_resident_bytes =
         std::max(result_.peak_resident_bytes, resident_);
   }
+  // The allocator's part of a step (tensor -1: operator op_'s outputs and
+  // workspace) or of a rebuild or prefetch of `tensor`: false when it cannot
+  // serve the requests within a reserved budget (then nothing is taken).
+  bool AllocateModelled(int32_t tensor);
+  void Release(int32_t tensor) {
+    resident_ -= trace_.tensors[tensor].size_bytes;
+    if (modelled_ && allocation_[tensor] >= 0) {
+      allocator_.Free(allocation_[tensor]);
+      allocation_[tensor] = -1;
+    }
+  }
   void Record(TimelineKind kind, int32_t index, int64_t end) {
     if (options_.record_timeline) {
       result_.timeline.push_back({kind, index, now_, end, resident_});
@@ -59,6 +76,16 @@ class Replay {
     }
   }
   void ReportInfeasible();
+  // "R of B resident", or under a reserved budget what the allocator holds.
+  std::string Held() const {
+    if (!reserved_budget_) {
+      return absl::StrCat(resident_, " of ", options_.budget_bytes,
+                          " resident");
+    }
+    return absl::StrCat(allocator_.reserved_bytes(), " of ",
+                        options_.budget_bytes, " reserved (", resident_,
+                        " resident)");
+  }
 
   const Trace& trace_;
   const Hardware& hw_;
@@ -102,7 +129,42 @@ class Replay {
 
   std::vector<uint8_t> offloaded_;
   std::vector<uint8_t> forward_done_;
+
+  // Allocator model (options_.allocator != kNone).
+  const bool modelled_;
+  const bool reserved_budget_;
+  CachingAllocatorModel allocator_;
+  std::vector<int32_t> allocation_;  // per tensor: its live copy's, or -1
+  int32_t workspace_allocation_ = -1;
+  std::vector<int64_t> requests_;
+  std::vector<int32_t*> slots_;
+  std::vector<int32_t> granted_;
 };
+
+bool Replay::AllocateModelled(int32_t tensor) {
+  if (!modelled_) return true;
+  // A rebuild or prefetch allocates its tensor; an operator its outputs in
+  // tensor order, then its workspace. Empty ones take nothing (PyTorch
+  // returns no block for 0 bytes).
+  requests_.clear();
+  slots_.clear();
+  granted_.clear();
+  auto request = [&](int32_t* slot, int64_t bytes) {
+    if (bytes == 0) return;
+    requests_.push_back(bytes);
+    slots_.push_back(slot);
+  };
+  if (tensor >= 0) {
+    request(&allocation_[tensor], trace_.tensors[tensor].size_bytes);
+  } else {
+    for (int32_t t : trace_.produces.Row(op_))
+      request(&allocation_[t], trace_.tensors[t].size_bytes);
+    request(&workspace_allocation_, trace_.ops[op_].workspace_bytes);
+  }
+  if (!allocator_.MallocAll(requests_, &granted_)) return false;
+  for (size_t i = 0; i < slots_.size(); ++i) *slots_[i] = granted_[i];
+  return true;
+}
 
 void Replay::ComputeBarriers() {
   barrier_offloads_.assign(s_.num_steps, 0);
@@ -164,7 +226,9 @@ void Replay::TryStartCompute() {
   const int32_t tensor = rebuild ? s_.rebuilds.items[k_] : -1;
   compute_alloc_ = rebuild ? trace_.tensors[tensor].size_bytes
                            : trace_.op_allocation_bytes[op_];
-  if (resident_ + compute_alloc_ > options_.budget_bytes) {
+  if ((!reserved_budget_ &&
+       resident_ + compute_alloc_ > options_.budget_bytes) ||
+      !AllocateModelled(tensor)) {
     compute_waits_for_memory_ = true;
     return;
   }
@@ -192,9 +256,13 @@ void Replay::FinishCompute() {
     const int32_t op = op_;
     ops_done_ = op + 1;
     resident_ -= trace_.ops[op].workspace_bytes;
+    if (workspace_allocation_ >= 0) {
+      allocator_.Free(workspace_allocation_);
+      workspace_allocation_ = -1;
+    }
     for (int32_t t : s_.forward_release_after_op.Row(op)) {
       if (plan_.decisions[t] == Decision::kRecompute || offloaded_[t]) {
-        resident_ -= trace_.tensors[t].size_bytes;
+        Release(t);
       } else {
         forward_done_[t] = 1;
       }
@@ -202,8 +270,7 @@ void Replay::FinishCompute() {
     if (op + 1 == trace_.num_forward_ops) result_.forward_end_ns = now_;
     ++op_;
   }
-  for (int32_t t : s_.release_after_step.Row(step_))
-    resident_ -= trace_.tensors[t].size_bytes;
+  for (int32_t t : s_.release_after_step.Row(step_)) Release(t);
   ++step_;
   stage_ = 0;
   stage_since_ = now_;
@@ -229,7 +296,7 @@ void Replay::FinishD2H() {
   ++offloads_done_;
   offloaded_[t] = 1;
   last_offload_end_ = now_;
-  if (forward_done_[t]) resident_ -= trace_.tensors[t].size_bytes;
+  if (forward_done_[t]) Release(t);
 }
 
 void Replay::TryStartH2D() {
@@ -241,11 +308,15 @@ void Replay::TryStartH2D() {
   }
   const int32_t t = s_.prefetch_order[next_prefetch_];
   const int64_t size = trace_.tensors[t].size_bytes;
-  if (!offloaded_[t] || resident_ + size > options_.budget_bytes) return;
+  if (!offloaded_[t]) return;
+  if (!reserved_budget_ && resident_ + size > options_.budget_bytes) return;
   if (ops_done_ < plan_.prefetch_issue_op[t]) {
+    // (Under a reserved budget, whether the memory is there is not asked
+    // before the issue point: the mark is then conservative.)
     if (options_.issue_gated != nullptr) (*options_.issue_gated)[t] = 1;
     return;
   }
+  if (!AllocateModelled(t)) return;
   const int64_t duration =
       TransferNs(size, hw_.h2d_bytes_per_second, hw_.transfer_latency_ns);
   h2d_busy_ = true;
@@ -284,14 +355,12 @@ void Replay::ReportInfeasible() {
     why.bytes_needed = trace_.tensors[head].size_bytes;
     why.reason =
         absl::StrCat(what, " waits for a prefetch; the next one (tensor ", head,
-                     ") needs ", why.bytes_needed, " bytes with ", resident_,
-                     " of ", options_.budget_bytes, " resident");
+                     ") needs ", why.bytes_needed, " bytes with ", Held());
   } else {
     why.waiting_for = WaitCause::kMemory;
     why.bytes_needed = compute_alloc_;
     why.reason = absl::StrCat(what, " needs ", compute_alloc_, " bytes with ",
-                              resident_, " of ", options_.budget_bytes,
-                              " resident, and nothing pending can free memory");
+                              Held(), ", and nothing pending can free memory");
   }
 }
 
@@ -337,6 +406,10 @@ SimulationResult Replay::Run() {
   }
   if (last_offload_end_ >= 0) {
     result_.last_offload_lag_ns = last_offload_end_ - result_.forward_end_ns;
+  }
+  if (modelled_) {
+    result_.peak_reserved_bytes = allocator_.peak_reserved_bytes();
+    result_.fragmentation_bytes = allocator_.fragmentation_bytes();
   }
   return std::move(result_);
 }

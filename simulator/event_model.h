@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "simulator/caching_allocator.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
 #include "simulator/schedule.h"
@@ -47,6 +48,15 @@ struct SimulationOptions {
   // A prefetch never held back so would start at the same moment with any
   // earlier issue point: the exact search uses it to skip equivalent plans.
   std::vector<uint8_t>* issue_gated = nullptr;
+  // Replays the caching allocator (caching_allocator.h) over the
+  // allocations and frees, in the order the replay makes them, for the peak
+  // reserved bytes. kNone: not modelled (the result's reserved fields are 0).
+  AllocatorKind allocator = AllocatorKind::kNone;
+  // With an allocator: budget_bytes bounds the allocator's reserved bytes
+  // instead of the resident bytes. A step or prefetch whose allocations the
+  // allocator cannot serve within it (after releasing its cached memory)
+  // waits, as for memory.
+  bool budget_reserved = false;
 };
 
 enum class WaitCause : uint8_t { kNone, kMemory, kPrefetch, kBarrier };
@@ -97,6 +107,10 @@ struct SimulationResult {
   int64_t kept_bytes = 0;
   int64_t peak_resident_bytes = 0;
   int64_t budget_bytes = 0;
+  // With an allocator model: its peak reserved bytes, and reserved minus its
+  // allocated bytes at the fullest instant of that peak.
+  int64_t peak_reserved_bytes = 0;
+  int64_t fragmentation_bytes = 0;
 
   int64_t d2h_busy_ns = 0;
   int64_t h2d_busy_ns = 0;

@@ -341,5 +341,82 @@ TEST(EventModelTest, TimeRangeGuardRejectsAHopelesslySlowLink) {
       absl::StartsWith(r.status().message(), "hardware.d2h_bytes_per_second"));
 }
 
+// Three forward operators make A (12 MiB, rebuilt before op 4), B (14 MiB)
+// and C (16 MiB); op 3 reads B and C. The allocator sees, in order:
+//   malloc A, malloc B, free A (op 1, its last forward use, ends),
+//   malloc C, free B and C (op 3 ends), malloc A (its rebuild), free A.
+Trace AllocatorTrace() {
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10);
+  t.Tensor(12 << 20, 0, {1, 4}, 5);  // A
+  t.Tensor(14 << 20, 1, {3});        // B
+  t.Tensor(16 << 20, 2, {3});        // C
+  return t.Build();
+}
+
+SimulationResult ReplayWith(AllocatorKind allocator, int64_t budget,
+                            bool budget_reserved) {
+  SimulationOptions options;
+  options.budget_bytes = budget;
+  options.allocator = allocator;
+  options.budget_reserved = budget_reserved;
+  absl::StatusOr<SimulationResult> result =
+      Simulate(AllocatorTrace(), ByteNanosecondLink(), PlanOf("rkk"), options);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : SimulationResult();
+}
+
+TEST(EventModelTest, TheCachingAllocatorReservesASegmentPerUnfitRequest) {
+  constexpr int64_t MiB = 1 << 20;
+  const SimulationResult none =
+      ReplayWith(AllocatorKind::kNone, kUnlimitedBytes, false);
+  EXPECT_EQ(none.peak_resident_bytes, 30 * MiB);  // B and C
+  EXPECT_EQ(none.peak_reserved_bytes, 0);
+  // Native: A's 12 MiB segment is cached when C asks for 16: a third
+  // segment, 42 MiB reserved while B and C hold 30.
+  const SimulationResult native =
+      ReplayWith(AllocatorKind::kCaching, kUnlimitedBytes, false);
+  EXPECT_EQ(native.peak_reserved_bytes, 42 * MiB);
+  EXPECT_EQ(native.fragmentation_bytes, 12 * MiB);
+  // The allocator only observes: the timing is the same.
+  EXPECT_EQ(native.iteration_ns, none.iteration_ns);
+  EXPECT_EQ(native.peak_resident_bytes, none.peak_resident_bytes);
+  // Expandable: A [0,12) and B [12,26) in one 40 MiB mapping; A's hole is too
+  // small for C, and the 14 MiB tail grows by a page: 60 MiB for 30.
+  const SimulationResult expandable =
+      ReplayWith(AllocatorKind::kExpandable, kUnlimitedBytes, false);
+  EXPECT_EQ(expandable.peak_reserved_bytes, 60 * MiB);
+  EXPECT_EQ(expandable.fragmentation_bytes, 30 * MiB);
+}
+
+TEST(EventModelTest, AReservedBudgetReleasesCachedSegmentsOrWaits) {
+  constexpr int64_t MiB = 1 << 20;
+  // 40 MiB: C's segment would make 42, so A's cached segment is released
+  // first: 30 MiB at most.
+  const SimulationResult fits =
+      ReplayWith(AllocatorKind::kCaching, 40 * MiB, true);
+  ASSERT_TRUE(fits.feasible) << fits.infeasibility.reason;
+  EXPECT_EQ(fits.peak_reserved_bytes, 30 * MiB);
+  EXPECT_EQ(fits.memory_wait_ns, 0);
+  // Exactly 30 MiB still fits B's and C's segments; a byte less does not,
+  // and nothing pending frees B: op 2 waits for ever.
+  EXPECT_TRUE(ReplayWith(AllocatorKind::kCaching, 30 * MiB, true).feasible);
+  const SimulationResult tight =
+      ReplayWith(AllocatorKind::kCaching, 30 * MiB - 1, true);
+  ASSERT_FALSE(tight.feasible);
+  EXPECT_EQ(tight.infeasibility.op, 2);
+  EXPECT_EQ(tight.infeasibility.waiting_for, WaitCause::kMemory);
+  EXPECT_TRUE(absl::StrContains(tight.infeasibility.reason, "reserved"))
+      << tight.infeasibility.reason;
+  // Expandable at 40 MiB: the mapping A and B share cannot shrink (B is in
+  // its second page), and C needs a third page: op 2 cannot run.
+  const SimulationResult expandable =
+      ReplayWith(AllocatorKind::kExpandable, 40 * MiB, true);
+  EXPECT_FALSE(expandable.feasible);
+  EXPECT_EQ(expandable.infeasibility.op, 2);
+  // Allocated bytes within 40 MiB, unbudgeted reserved bytes: it runs.
+  EXPECT_TRUE(ReplayWith(AllocatorKind::kExpandable, 40 * MiB, false).feasible);
+}
+
 }  // namespace
 }  // namespace slackswap

@@ -138,6 +138,47 @@ TEST(EventModelPropertyTest, RandomPlansRespectTheBudgetAndMatchTheirTimeline) {
   EXPECT_GT(infeasible, 5);
 }
 
+// The allocator model observes: with it on, every random plan replays to the
+// same times and resident bytes, reserving at least what is resident; under
+// a reserved budget a feasible replay never reserves more than the budget.
+TEST(EventModelPropertyTest, TheAllocatorObservesAndItsBudgetHolds) {
+  std::mt19937_64 rng(20261201);
+  int reserved_feasible = 0, reserved_infeasible = 0;
+  for (const Workload& w : Workloads()) {
+    const int64_t peak = AllKeepPeakBytes(w.trace);
+    for (int trial = 0; trial < 20; ++trial) {
+      const Plan plan = RandomPlan(w.trace, false, rng);
+      SimulationOptions options;
+      options.budget_bytes = static_cast<int64_t>(peak * (0.3 + 0.05 * trial));
+      const SimulationResult plain =
+          *Simulate(w.trace, w.hardware, plan, options);
+      for (AllocatorKind kind :
+           {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
+        SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
+        options.allocator = kind;
+        options.budget_reserved = false;
+        const SimulationResult observed =
+            *Simulate(w.trace, w.hardware, plan, options);
+        EXPECT_EQ(observed.feasible, plain.feasible);
+        EXPECT_EQ(observed.iteration_ns, plain.iteration_ns);
+        EXPECT_EQ(observed.memory_wait_ns, plain.memory_wait_ns);
+        EXPECT_EQ(observed.peak_resident_bytes, plain.peak_resident_bytes);
+        EXPECT_GE(observed.peak_reserved_bytes, observed.peak_resident_bytes);
+        EXPECT_GE(observed.fragmentation_bytes, 0);
+        EXPECT_LE(observed.fragmentation_bytes, observed.peak_reserved_bytes);
+        options.budget_reserved = true;
+        const SimulationResult budgeted =
+            *Simulate(w.trace, w.hardware, plan, options);
+        EXPECT_LE(budgeted.peak_reserved_bytes, options.budget_bytes);
+        EXPECT_LE(budgeted.peak_resident_bytes, options.budget_bytes);
+        ++(budgeted.feasible ? reserved_feasible : reserved_infeasible);
+      }
+    }
+  }
+  EXPECT_GT(reserved_feasible, 20);
+  EXPECT_GT(reserved_infeasible, 5);
+}
+
 TEST(EventModelPropertyTest, AllKeepWithUnlimitedMemoryIsTheSumOfDurations) {
   for (const Workload& w : Workloads()) {
     absl::StatusOr<SimulationResult> r =

@@ -33,6 +33,10 @@ struct PlanningResult {
   // plans (0 when not searched).
   int64_t proven_floor_bytes = 0;
   int64_t smallest_planned_budget_bytes = 0;
+  // Under an allocator model (allocator_budget.h): the resident budget the
+  // plan was made for (below a reserved budget when that had to shrink);
+  // 0 otherwise.
+  int64_t planned_budget_bytes = 0;
 
   // (replay - bound) / bound, or 0 when infeasible.
   double GapToLowerBound() const;

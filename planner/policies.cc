@@ -130,7 +130,9 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
   return absl::InternalError("unknown policy");
 }
 
-absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
+namespace {
+
+absl::StatusOr<PlanningResult> RunWithinResidentBudget(
     Policy policy, const Trace& trace, const Hardware& hardware,
     int64_t budget_bytes, const PolicyOptions& options) {
   if (policy != Policy::kIdeal)
@@ -147,6 +149,18 @@ absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
         "budget of ", budget_bytes, " bytes: ", result.reason);
   }
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
+    Policy policy, const Trace& trace, const Hardware& hardware,
+    int64_t budget_bytes, const PolicyOptions& options) {
+  return PlanUnderAllocator(trace, hardware, budget_bytes, options.memory,
+                            [&](int64_t budget) {
+                              return RunWithinResidentBudget(
+                                  policy, trace, hardware, budget, options);
+                            });
 }
 
 std::optional<PlannerOptions> SlackSwapOptionsFor(

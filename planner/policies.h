@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "planner/allocator_budget.h"
 #include "planner/genetic.h"
 #include "planner/optimum.h"
 #include "planner/slackswap.h"
@@ -55,6 +56,9 @@ struct PolicyOptions {
   }();
   GeneticOptions genetic_search;
   OptimumOptions optimum;
+  // The caching allocator model (allocator_budget.h), for
+  // RunPolicyWithinBudget: kNone by default.
+  MemoryModel memory;
   // When set, asked inside every policy's work (in place of the stop
   // functions of the options above): a stopped policy returns CANCELLED.
   StopFunction should_stop;
@@ -75,7 +79,8 @@ std::optional<PlannerOptions> SlackSwapOptionsFor(Policy policy,
 
 // Runs `policy` for a plan the caller will execute within `budget_bytes`: as
 // RunPolicy, except that Ideal's all-keep plan is judged at the budget, so it
-// is feasible only if it fits (a plan is never feasible above its budget).
+// is feasible only if it fits (a plan is never feasible above its budget),
+// and that options.memory applies (PlanUnderAllocator).
 absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
     Policy policy, const Trace& trace, const Hardware& hardware,
     int64_t budget_bytes, const PolicyOptions& options);

@@ -1,0 +1,84 @@
+#include "planner/allocator_budget.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "planner/lower_bound.h"
+#include "simulator/event_model.h"
+
+namespace slackswap {
+
+SimulationOptions AllocatorReplayOptions(int64_t budget_bytes,
+                                         const MemoryModel& memory,
+                                         bool per_layer_barriers) {
+  SimulationOptions options;
+  options.budget_bytes = budget_bytes;
+  options.per_layer_barriers = per_layer_barriers;
+  options.allocator = memory.allocator;
+  options.budget_reserved =
+      memory.budget_reserved && memory.allocator != AllocatorKind::kNone;
+  return options;
+}
+
+absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
+                                                  const Hardware& hardware,
+                                                  int64_t budget_bytes,
+                                                  const MemoryModel& memory,
+                                                  const BudgetedPlanner& plan) {
+  if (memory.allocator == AllocatorKind::kNone) return plan(budget_bytes);
+  // The plan's replay under the allocator (policies make valid plans; one
+  // that is not keeps the policy's answer).
+  const auto replay = [&](PlanningResult& r, int64_t budget, bool reserved) {
+    MemoryModel model = memory;
+    model.budget_reserved = reserved;
+    absl::StatusOr<SimulationResult> replayed =
+        Simulate(trace, hardware, r.plan,
+                 AllocatorReplayOptions(budget, model, r.per_layer_barriers));
+    if (replayed.ok()) r.replay = *std::move(replayed);
+    return replayed.ok();
+  };
+  int64_t resident_budget = budget_bytes;
+  PlanningResult result;
+  for (int round = 0; round < kReservedBudgetRounds; ++round) {
+    SLACKSWAP_ASSIGN_OR_RETURN(result, plan(resident_budget));
+    result.planned_budget_bytes = resident_budget;
+    // Under a resident budget the allocator only observes: the same replay,
+    // with the reserved peak.
+    if (!replay(result, resident_budget, false) || !memory.budget_reserved) {
+      return result;
+    }
+    const int64_t reserved = result.replay.peak_reserved_bytes;
+    const bool planned = result.feasible;
+    const std::string policy_reason = std::move(result.reason);
+    replay(result, budget_bytes, true);
+    result.feasible = result.replay.feasible;
+    result.reason.clear();
+    if (resident_budget != budget_bytes) {
+      result.lower_bound = ComputeLowerBound(trace, hardware, budget_bytes);
+    }
+    if (result.feasible) return result;
+    if (!planned) {
+      result.reason = absl::StrCat("no plan for ", resident_budget,
+                                   " resident bytes: ", policy_reason);
+      return result;
+    }
+    result.reason = absl::StrCat(
+        "the plan for ", resident_budget, " resident bytes reserves ", reserved,
+        ", and under the reserved budget of ", budget_bytes,
+        " bytes: ", result.replay.infeasibility.reason);
+    // Plan again for less, by what the plan reserved over the budget (at
+    // least 1/64 of the resident budget, so that the rounds get somewhere).
+    resident_budget -=
+        std::max(reserved - budget_bytes, resident_budget / 64 + 1);
+    if (resident_budget <= 0) break;
+  }
+  result.reason =
+      absl::StrCat("no plan within the reserved budget after ",
+                   kReservedBudgetRounds, " tries; the last: ", result.reason);
+  return result;
+}
+
+}  // namespace slackswap

@@ -1,0 +1,66 @@
+// File: allocator_budget.h
+//
+// Planning under PyTorch's caching allocator (simulator/caching_allocator.h):
+// reporting the reserved bytes a plan leads to, and budgeting them.
+//
+// A policy plans against resident bytes. With a reserved budget R, the plan
+// for R may reserve more than R (rounding, and cached blocks too small to
+// reuse), so PlanUnderAllocator plans again for a smaller resident budget,
+// less by the overshoot each time, until the plan's replay under the reserved
+// budget completes: at most kReservedBudgetRounds plans. The result's replay
+// is that replay (Simulate with the same budget and allocator model
+// reproduces it), and planned_budget_bytes says which resident budget the
+// plan was made for.
+//
+// Example:
+//   MemoryModel memory{AllocatorKind::kCaching, /*budget_reserved=*/true};
+//   absl::StatusOr<PlanningResult> result = PlanUnderAllocator(
+//       trace, hardware, budget, memory,
+//       [&](int64_t b) { return PlanSlackSwap(trace, hardware, b, options); });
+#ifndef SLACKSWAP_PLANNER_ALLOCATOR_BUDGET_H_
+#define SLACKSWAP_PLANNER_ALLOCATOR_BUDGET_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "planner/planning_result.h"
+#include "simulator/caching_allocator.h"
+#include "simulator/hardware.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+
+// The allocator model of a planning call. kNone: not modelled.
+struct MemoryModel {
+  AllocatorKind allocator = AllocatorKind::kNone;
+  // With an allocator: the budget bounds reserved bytes, not resident ones.
+  bool budget_reserved = false;
+};
+
+inline constexpr int kReservedBudgetRounds = 8;
+
+// Plans for a resident budget: a policy.
+using BudgetedPlanner =
+    std::function<absl::StatusOr<PlanningResult>(int64_t budget_bytes)>;
+
+// With memory.allocator kNone, plan(budget_bytes). Otherwise the plan for
+// `budget_bytes` with its replay under the allocator (the same times, with
+// the reserved peak), or under a reserved budget as the header comment says.
+// An answer with no plan within the reserved budget is infeasible with the
+// last plan tried and its replay. The lower bound is the one for
+// `budget_bytes` (a reserved budget is at least as tight as a resident one).
+absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
+                                                  const Hardware& hardware,
+                                                  int64_t budget_bytes,
+                                                  const MemoryModel& memory,
+                                                  const BudgetedPlanner& plan);
+
+// Simulation options for a replay under `memory` and `budget_bytes`.
+SimulationOptions AllocatorReplayOptions(int64_t budget_bytes,
+                                         const MemoryModel& memory,
+                                         bool per_layer_barriers);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_ALLOCATOR_BUDGET_H_

@@ -1,0 +1,112 @@
+// Planning under the caching allocator model (planner/allocator_budget.h):
+// an observed allocator changes no plan or time; a reserved budget is kept,
+// replays reproduce the answer, and the resident budget shrinks only when
+// the allocator's overhead makes it.
+#include "planner/allocator_budget.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "planner/policies.h"
+#include "simulator/event_model.h"
+#include "tests/simulator/random_plans.h"
+
+namespace slackswap {
+namespace {
+
+using ::slackswap::testing::SmallWorkloads;
+using ::slackswap::testing::Workload;
+
+const std::vector<Workload>& Workloads() {
+  static const auto* workloads =
+      new std::vector<Workload>(SmallWorkloads(4, {"a100", "gh200"}));
+  return *workloads;
+}
+
+PlanningResult PlanWith(const Workload& w, Policy policy, int64_t budget,
+                        MemoryModel memory) {
+  PolicyOptions options;
+  options.memory = memory;
+  absl::StatusOr<PlanningResult> result =
+      RunPolicyWithinBudget(policy, w.trace, w.hardware, budget, options);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *std::move(result) : PlanningResult();
+}
+
+void ExpectSameReplay(const SimulationResult& a, const SimulationResult& b) {
+  EXPECT_EQ(a.feasible, b.feasible);
+  EXPECT_EQ(a.iteration_ns, b.iteration_ns);
+  EXPECT_EQ(a.memory_wait_ns, b.memory_wait_ns);
+  EXPECT_EQ(a.prefetch_wait_ns, b.prefetch_wait_ns);
+  EXPECT_EQ(a.peak_resident_bytes, b.peak_resident_bytes);
+  EXPECT_EQ(a.peak_reserved_bytes, b.peak_reserved_bytes);
+  EXPECT_EQ(a.fragmentation_bytes, b.fragmentation_bytes);
+}
+
+TEST(AllocatorBudgetTest, AnObservedAllocatorChangesNeitherPlanNorTime) {
+  for (const Workload& w : Workloads()) {
+    const int64_t peak = AllKeepPeakBytes(w.trace);
+    for (double fraction : {0.3, 0.5, 0.8}) {
+      SCOPED_TRACE(w.name + " at " + std::to_string(fraction));
+      const int64_t budget = static_cast<int64_t>(peak * fraction);
+      const PlanningResult plain =
+          PlanWith(w, Policy::kSlackSwap, budget, MemoryModel());
+      for (AllocatorKind kind :
+           {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
+        const PlanningResult observed =
+            PlanWith(w, Policy::kSlackSwap, budget, {kind, false});
+        EXPECT_EQ(observed.plan.decisions, plain.plan.decisions);
+        EXPECT_EQ(observed.replay.iteration_ns, plain.replay.iteration_ns);
+        EXPECT_EQ(observed.planned_budget_bytes, budget);
+        EXPECT_EQ(plain.replay.peak_reserved_bytes, 0);
+        EXPECT_GE(observed.replay.peak_reserved_bytes,
+                  observed.replay.peak_resident_bytes);
+      }
+    }
+  }
+}
+
+TEST(AllocatorBudgetTest, AReservedBudgetIsKeptAndReplaysExactly) {
+  int shrunk = 0, feasible = 0;
+  for (const Workload& w : Workloads()) {
+    const int64_t peak = AllKeepPeakBytes(w.trace);
+    for (double fraction : {0.3, 0.5, 0.8, 1.0}) {
+      for (AllocatorKind kind :
+           {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
+        SCOPED_TRACE(w.name + " at " + std::to_string(fraction));
+        const int64_t budget = static_cast<int64_t>(peak * fraction);
+        const MemoryModel memory{kind, true};
+        const PlanningResult r =
+            PlanWith(w, Policy::kSlackSwap, budget, memory);
+        EXPECT_LE(r.planned_budget_bytes, budget);
+        EXPECT_GT(r.planned_budget_bytes, 0);
+        // Simulate with the request's budget and model gives the answer.
+        absl::StatusOr<SimulationResult> again =
+            Simulate(w.trace, w.hardware, r.plan,
+                     AllocatorReplayOptions(budget, memory, false));
+        ASSERT_TRUE(again.ok()) << again.status();
+        ExpectSameReplay(*again, r.replay);
+        EXPECT_EQ(r.feasible, r.replay.feasible);
+        if (!r.feasible) {
+          EXPECT_FALSE(r.reason.empty());
+          continue;
+        }
+        ++feasible;
+        EXPECT_LE(r.replay.peak_reserved_bytes, budget);
+        EXPECT_GE(r.replay.iteration_ns, r.lower_bound.iteration_ns);
+        if (r.planned_budget_bytes < budget) ++shrunk;
+        // Deterministic: the same request, the same plan.
+        const PlanningResult again_r =
+            PlanWith(w, Policy::kSlackSwap, budget, memory);
+        EXPECT_EQ(again_r.plan.decisions, r.plan.decisions);
+        EXPECT_EQ(again_r.plan.prefetch_issue_op, r.plan.prefetch_issue_op);
+      }
+    }
+  }
+  EXPECT_GT(feasible, 30);
+  // The allocator's overhead made some plans shrink their resident budget.
+  EXPECT_GT(shrunk, 10);
+}
+
+}  // namespace
+}  // namespace slackswap

@@ -37,6 +37,13 @@ ABSL_FLAG(std::string, plan_out, "",
 ABSL_FLAG(bool, barriers, false,
           "simulate, plan: vDNN-style per-layer barriers");
 ABSL_FLAG(bool, json, false, "print the result as JSON");
+ABSL_FLAG(std::string, allocator, "none",
+          "plan, simulate, compare, frontier: model PyTorch's CUDA caching "
+          "allocator and report its peak reserved bytes: none, caching "
+          "(native segments) or expandable (expandable_segments:True)");
+ABSL_FLAG(bool, budget_reserved, false,
+          "plan, simulate, compare, frontier: the budget bounds the "
+          "allocator's reserved bytes (needs --allocator)");
 ABSL_FLAG(bool, lp_bound, false,
           "plan, compare, frontier: also bound the iteration with the linear "
           "program (COIN-OR Clp) and report the larger bound");

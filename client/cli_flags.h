@@ -27,6 +27,8 @@ ABSL_DECLARE_FLAG(std::string, plan);
 ABSL_DECLARE_FLAG(std::string, plan_out);
 ABSL_DECLARE_FLAG(bool, barriers);
 ABSL_DECLARE_FLAG(bool, json);
+ABSL_DECLARE_FLAG(std::string, allocator);
+ABSL_DECLARE_FLAG(bool, budget_reserved);
 ABSL_DECLARE_FLAG(bool, lp_bound);
 ABSL_DECLARE_FLAG(std::string, timeline);
 ABSL_DECLARE_FLAG(std::string, timeline_name);

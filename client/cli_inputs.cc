@@ -170,6 +170,27 @@ absl::StatusOr<v1::PlannerOptions> PlannerOptionsFromFlags() {
   return options;
 }
 
+absl::StatusOr<v1::Physics> PhysicsFromFlags() {
+  v1::Physics physics;
+  const std::string allocator = absl::GetFlag(FLAGS_allocator);
+  if (allocator == "none") {
+    physics.set_allocator(v1::ALLOCATOR_MODEL_NONE);
+  } else if (allocator == "caching") {
+    physics.set_allocator(v1::ALLOCATOR_MODEL_CACHING);
+  } else if (allocator == "expandable") {
+    physics.set_allocator(v1::ALLOCATOR_MODEL_EXPANDABLE);
+  } else {
+    return absl::InvalidArgumentError(
+        "--allocator must be none, caching or expandable");
+  }
+  physics.set_budget_reserved(absl::GetFlag(FLAGS_budget_reserved));
+  if (physics.budget_reserved() && allocator == "none") {
+    return absl::InvalidArgumentError(
+        "--budget_reserved needs --allocator caching or expandable");
+  }
+  return physics;
+}
+
 absl::StatusOr<v1::PlanRequest> PlanRequestFromFlags(const Inputs& in) {
   v1::PlanRequest request;
   *request.mutable_trace() = in.trace_proto;
@@ -177,6 +198,7 @@ absl::StatusOr<v1::PlanRequest> PlanRequestFromFlags(const Inputs& in) {
   *request.mutable_budget() = in.budget;
   SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_options(),
                              PlannerOptionsFromFlags());
+  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_physics(), PhysicsFromFlags());
   SLACKSWAP_ASSIGN_OR_RETURN(Policy policy,
                              PolicyFromName(absl::GetFlag(FLAGS_planner)));
   request.set_policy(PolicyToProto(policy));

@@ -47,6 +47,8 @@ absl::StatusOr<Inputs> LoadInputs(Backend& backend, int& exit_code);
 
 // The planner options and the Plan request the flags describe.
 absl::StatusOr<v1::PlannerOptions> PlannerOptionsFromFlags();
+// --allocator and --budget_reserved.
+absl::StatusOr<v1::Physics> PhysicsFromFlags();
 absl::StatusOr<v1::PlanRequest> PlanRequestFromFlags(const Inputs& in);
 
 }  // namespace slackswap

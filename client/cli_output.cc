@@ -82,6 +82,11 @@ void PrintMetrics(const Inputs& in, const std::string& policy,
       Gigabytes(m.swapped_bytes()), Gigabytes(m.recomputed_bytes()),
       Gigabytes(m.peak_resident_bytes()), Millis(m.d2h_busy_ns()),
       Millis(m.h2d_busy_ns()), OffloadLag(m));
+  if (m.peak_reserved_bytes() > 0) {
+    std::cout << absl::StrFormat(
+        "allocator    peak reserved %s (%s held unused at that peak)\n",
+        Gigabytes(m.peak_reserved_bytes()), Gigabytes(m.fragmentation_bytes()));
+  }
 }
 
 }  // namespace slackswap

@@ -50,6 +50,12 @@ int PlanCommand(Backend& backend) {
     return 0;
   }
   PrintMetrics(*inputs, absl::GetFlag(FLAGS_planner), report.metrics());
+  if (report.planned_budget_bytes() != 0 &&
+      report.planned_budget_bytes() != report.metrics().budget_bytes()) {
+    std::cout << absl::StrFormat(
+        "allocator    planned for %s resident, for its reserved bytes to fit\n",
+        Gigabytes(report.planned_budget_bytes()));
+  }
   const v1::PlannerStatistics& st = report.statistics();
   std::cout << absl::StrFormat(
       "lower bound  %s: the plan is within %.2f%% of any plan's iteration "
@@ -86,6 +92,11 @@ int CompareCommand(Backend& backend) {
   }
   request.set_genetic_search_evaluations(
       absl::GetFlag(FLAGS_genetic_evaluations));
+  absl::StatusOr<v1::Physics> physics = PhysicsFromFlags();
+  if (!physics.ok()) return ExitFor(physics.status(), kUsageExit);
+  *request.mutable_physics() = *physics;
+  // The allocator's peak gets a column of its own when it is modelled.
+  const bool reserved = physics->allocator() > v1::ALLOCATOR_MODEL_NONE;
   absl::StatusOr<v1::CompareResponse> response = backend.Compare(request);
   if (!response.ok()) return ExitFor(response.status(), kFailureExit);
   const v1::Comparison& comparison = response->comparison();
@@ -96,10 +107,10 @@ int CompareCommand(Backend& backend) {
   std::cout << WorkloadLine(*inputs, comparison.ideal_ns(),
                             comparison.all_keep_peak_bytes())
             << "\n";
-  std::cout << absl::StrFormat("%-9s %-27s %9s %12s %10s %10s %9s %9s %9s\n",
-                               "budget", "policy", "% ideal", "iteration",
-                               "stall", "recompute", "swapped", "recomp.",
-                               "vs bound");
+  std::cout << absl::StrFormat(
+      "%-9s %-27s %9s %12s %10s %10s %9s %9s %9s%s\n", "budget", "policy",
+      "% ideal", "iteration", "stall", "recompute", "swapped", "recomp.",
+      "vs bound", reserved ? absl::StrFormat(" %9s", "reserved") : "");
   for (const v1::ComparisonEntry& e : comparison.entries()) {
     const v1::PlanningReport& r = e.report();
     const v1::Metrics& m = r.metrics();
@@ -115,11 +126,13 @@ int CompareCommand(Backend& backend) {
       continue;
     }
     std::cout << absl::StrFormat(
-        "%-9s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%\n", budget, name,
+        "%-9s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%%s\n", budget, name,
         100 * m.throughput_ratio(), Millis(m.iteration_ns()),
         Millis(m.prefetch_wait_ns() + m.memory_wait_ns() + m.barrier_wait_ns()),
         Millis(m.recompute_ns()), Gigabytes(m.swapped_bytes()),
-        Gigabytes(m.recomputed_bytes()), 100 * r.gap_to_lower_bound());
+        Gigabytes(m.recomputed_bytes()), 100 * r.gap_to_lower_bound(),
+        reserved ? absl::StrFormat(" %9s", Gigabytes(m.peak_reserved_bytes()))
+                 : "");
   }
   return 0;
 }
@@ -147,6 +160,9 @@ int FrontierCommand(Backend& backend) {
   absl::StatusOr<v1::PlannerOptions> options = PlannerOptionsFromFlags();
   if (!options.ok()) return ExitFor(options.status(), kUsageExit);
   *request.mutable_options() = *options;
+  absl::StatusOr<v1::Physics> physics = PhysicsFromFlags();
+  if (!physics.ok()) return ExitFor(physics.status(), kUsageExit);
+  *request.mutable_physics() = *physics;
   absl::StatusOr<v1::FrontierResponse> response = backend.Frontier(request);
   if (!response.ok()) {
     const int code =

@@ -80,6 +80,9 @@ int SimulateCommand(Backend& backend) {
   *request.mutable_budget() = inputs->budget;
   request.set_per_layer_barriers(absl::GetFlag(FLAGS_barriers));
   request.set_include_timeline(!absl::GetFlag(FLAGS_timeline).empty());
+  absl::StatusOr<v1::Physics> physics = PhysicsFromFlags();
+  if (!physics.ok()) return ExitFor(physics.status(), kUsageExit);
+  *request.mutable_physics() = *physics;
   std::string policy = absl::GetFlag(FLAGS_policy);
   if (!absl::GetFlag(FLAGS_plan).empty()) {
     absl::Status read =

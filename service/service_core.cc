@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "base/field_violations.h"
 #include "base/status_macros.h"
+#include "planner/allocator_budget.h"
 #include "planner/frontier.h"
 #include "planner/lower_bound.h"
 #include "service/trace_convert.h"
@@ -52,9 +53,11 @@ absl::Status Convert(const v1::Trace& trace, const Trace* decoded,
 }
 
 absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
+                                          const v1::Physics& physics,
                                           const StopFunction& should_stop) {
   PolicyOptions options;
   SLACKSWAP_ASSIGN_OR_RETURN(options.slackswap, PlannerOptionsFromProto(proto));
+  SLACKSWAP_ASSIGN_OR_RETURN(options.memory, MemoryModelFromProto(physics));
   options.should_stop = should_stop;
   return options;
 }
@@ -197,11 +200,13 @@ absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
       RunPolicyWithinBudget(policy, trace, hardware, budget, options));
   // The service's promise: a plan it calls feasible replays within its
   // budget. A policy that broke it is a bug, never an answer.
-  if (result.feasible && result.replay.peak_resident_bytes > budget) {
+  const int64_t held = options.memory.budget_reserved
+                           ? result.replay.peak_reserved_bytes
+                           : result.replay.peak_resident_bytes;
+  if (result.feasible && held > budget) {
     return absl::InternalError(absl::StrCat(
-        "policy ", PolicyName(policy), " made a plan that holds ",
-        result.replay.peak_resident_bytes, " bytes, above the budget of ",
-        budget, "; please report it"));
+        "policy ", PolicyName(policy), " made a plan that holds ", held,
+        " bytes, above the budget of ", budget, "; please report it"));
   }
   if (observer_ != nullptr)
     observer_->Planned(call, policy, result, absl::Now() - start);
@@ -216,8 +221,9 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
       Convert(request.trace(), decoded_trace, request.hardware(), in));
   SLACKSWAP_ASSIGN_OR_RETURN(int64_t budget,
                              ResolveBudget(in.trace(), request.budget()));
-  SLACKSWAP_ASSIGN_OR_RETURN(PolicyOptions options,
-                             OptionsFrom(request.options(), should_stop));
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      PolicyOptions options,
+      OptionsFrom(request.options(), request.physics(), should_stop));
   Policy policy = Policy::kSlackSwap;
   if (request.policy() != v1::POLICY_UNSPECIFIED) {
     SLACKSWAP_ASSIGN_OR_RETURN(policy,
@@ -235,7 +241,9 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
                              RunObserved(PlanCall::kPlan, policy, in.trace(),
                                          in.hardware, budget, options));
   result.proven_floor_bytes = ComputeProvenFloor(in.trace()).bytes;
-  if (!result.feasible && slackswap.has_value()) {
+  // (The search is for resident budgets: not under a reserved one.)
+  if (!result.feasible && slackswap.has_value() &&
+      !options.memory.budget_reserved) {
     SLACKSWAP_RETURN_IF_ERROR(
         ExplainInfeasible(in.trace(), in.hardware, *slackswap, result));
   }
@@ -253,13 +261,14 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
       Convert(request.trace(), decoded_trace, request.hardware(), in));
   SLACKSWAP_ASSIGN_OR_RETURN(int64_t budget,
                              ResolveBudget(in.trace(), request.budget()));
+  SLACKSWAP_ASSIGN_OR_RETURN(MemoryModel memory,
+                             MemoryModelFromProto(request.physics()));
   SLACKSWAP_ASSIGN_OR_RETURN(slackswap::Plan plan,
                              PlanFromProto(in.trace(), request.plan()));
   SLACKSWAP_RETURN_IF_ERROR(
       CheckCost(in.trace(), {Policy::kIdeal}, 1, PolicyOptions(), "trace"));
-  SimulationOptions options;
-  options.budget_bytes = budget;
-  options.per_layer_barriers = request.per_layer_barriers();
+  SimulationOptions options =
+      AllocatorReplayOptions(budget, memory, request.per_layer_barriers());
   options.record_timeline = request.include_timeline();
   SLACKSWAP_ASSIGN_OR_RETURN(
       SimulationResult result,
@@ -310,8 +319,9 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
                                   absl::StrCat("policies[", i, "]")));
     policies.push_back(p);
   }
-  SLACKSWAP_ASSIGN_OR_RETURN(PolicyOptions options,
-                             OptionsFrom(request.options(), should_stop));
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      PolicyOptions options,
+      OptionsFrom(request.options(), request.physics(), should_stop));
   if (request.has_genetic_search_evaluations()) {
     options.genetic_search.max_evaluations =
         request.genetic_search_evaluations();
@@ -333,7 +343,11 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
       const absl::Time start = absl::Now();
       SLACKSWAP_ASSIGN_OR_RETURN(
           PlanningResult result,
-          RunPolicy(policy, in.trace(), in.hardware, budget, options));
+          PlanUnderAllocator(in.trace(), in.hardware, budget, options.memory,
+                             [&](int64_t resident_budget) {
+                               return RunPolicy(policy, in.trace(), in.hardware,
+                                                resident_budget, options);
+                             }));
       if (observer_ != nullptr) {
         observer_->Planned(PlanCall::kCompare, policy, result,
                            absl::Now() - start);
@@ -376,8 +390,9 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
     v.Add("target_throughput_ratio", "must be in [0, 1] (0: no target)");
   }
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
-  SLACKSWAP_ASSIGN_OR_RETURN(PolicyOptions options,
-                             OptionsFrom(request.options(), should_stop));
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      PolicyOptions options,
+      OptionsFrom(request.options(), request.physics(), should_stop));
   // The curve shows no bounds: the linear program would only cost time.
   options.slackswap.linear_program_bound = false;
 

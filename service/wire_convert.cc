@@ -201,6 +201,8 @@ v1::Metrics MetricsToProto(const SimulationResult& r) {
   m.set_h2d_busy_ns(r.h2d_busy_ns);
   m.set_forward_end_ns(r.forward_end_ns);
   m.set_last_offload_lag_ns(r.last_offload_lag_ns);
+  m.set_peak_reserved_bytes(r.peak_reserved_bytes);
+  m.set_fragmentation_bytes(r.fragmentation_bytes);
   return m;
 }
 
@@ -232,6 +234,43 @@ v1::Timeline TimelineToProto(const SimulationResult& r) {
     out->set_resident_bytes(e.resident_bytes);
   }
   return timeline;
+}
+
+absl::StatusOr<MemoryModel> MemoryModelFromProto(const v1::Physics& proto) {
+  MemoryModel memory;
+  switch (proto.allocator()) {
+    case v1::ALLOCATOR_MODEL_UNSPECIFIED:
+    case v1::ALLOCATOR_MODEL_NONE:
+      memory.allocator = AllocatorKind::kNone;
+      break;
+    case v1::ALLOCATOR_MODEL_CACHING:
+      memory.allocator = AllocatorKind::kCaching;
+      break;
+    case v1::ALLOCATOR_MODEL_EXPANDABLE:
+      memory.allocator = AllocatorKind::kExpandable;
+      break;
+    default:
+      return InvalidField("physics.allocator", "unknown value");
+  }
+  if (proto.budget_reserved() && memory.allocator == AllocatorKind::kNone) {
+    return InvalidField("physics.budget_reserved",
+                        "needs an allocator model (physics.allocator CACHING "
+                        "or EXPANDABLE) to count reserved bytes");
+  }
+  memory.budget_reserved = proto.budget_reserved();
+  return memory;
+}
+
+v1::AllocatorModel AllocatorToProto(AllocatorKind kind) {
+  switch (kind) {
+    case AllocatorKind::kNone:
+      return v1::ALLOCATOR_MODEL_NONE;
+    case AllocatorKind::kCaching:
+      return v1::ALLOCATOR_MODEL_CACHING;
+    case AllocatorKind::kExpandable:
+      return v1::ALLOCATOR_MODEL_EXPANDABLE;
+  }
+  return v1::ALLOCATOR_MODEL_UNSPECIFIED;
 }
 
 absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
@@ -290,6 +329,7 @@ v1::PlanningReport PlanningReportToProto(const Trace& trace,
   report.set_proven_floor_bytes(result.proven_floor_bytes);
   report.set_smallest_planned_budget_bytes(
       result.smallest_planned_budget_bytes);
+  report.set_planned_budget_bytes(result.planned_budget_bytes);
   report.set_gap_to_lower_bound(result.GapToLowerBound());
   v1::PlannerStatistics* stats = report.mutable_statistics();
   stats->set_swaps_admitted(result.stats.swaps_admitted);

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "planner/allocator_budget.h"
 #include "planner/frontier.h"
 #include "planner/planner_options.h"
 #include "planner/planning_result.h"
@@ -56,6 +57,11 @@ v1::Timeline TimelineToProto(const SimulationResult& result);
 // Validates and converts options; field paths start with "options".
 absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
     const v1::PlannerOptions& proto);
+
+// Validates and converts the allocator part of the physics; field paths
+// start with "physics".
+absl::StatusOr<MemoryModel> MemoryModelFromProto(const v1::Physics& proto);
+v1::AllocatorModel AllocatorToProto(AllocatorKind kind);
 
 // The report for a planning result (plan with its schedule, replay metrics,
 // lower bound, statistics).

@@ -147,6 +147,72 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
   EXPECT_EQ(FieldViolationsOf(bad_plan)[0].field, "plan.tensors");
 }
 
+TEST_F(ServiceTest, AllocatorPhysicsReportsAndBudgetsReservedBytes) {
+  for (v1::AllocatorModel allocator :
+       {v1::ALLOCATOR_MODEL_CACHING, v1::ALLOCATOR_MODEL_EXPANDABLE}) {
+    v1::PlanRequest request = PlanRequest(0.5);
+    request.mutable_physics()->set_allocator(allocator);
+    v1::PlanResponse observed;
+    grpc::ClientContext co;
+    ASSERT_TRUE(stub_->Plan(&co, request, &observed).ok());
+    const v1::Metrics& m = observed.report().metrics();
+    EXPECT_GE(m.peak_reserved_bytes(), m.peak_resident_bytes());
+    EXPECT_EQ(observed.report().planned_budget_bytes(), m.budget_bytes());
+
+    request.mutable_physics()->set_budget_reserved(true);
+    v1::PlanResponse budgeted;
+    grpc::ClientContext cb;
+    ASSERT_TRUE(stub_->Plan(&cb, request, &budgeted).ok());
+    const v1::PlanningReport& report = budgeted.report();
+    ASSERT_EQ(report.outcome(), v1::PLAN_OUTCOME_PLANNED) << report.reason();
+    EXPECT_LE(report.metrics().peak_reserved_bytes(),
+              report.metrics().budget_bytes());
+    EXPECT_LE(report.planned_budget_bytes(), report.metrics().budget_bytes());
+    // Simulate with the same budget and physics reproduces the answer.
+    v1::SimulateRequest simulate;
+    *simulate.mutable_trace() = request.trace();
+    *simulate.mutable_hardware() = request.hardware();
+    *simulate.mutable_budget() = request.budget();
+    *simulate.mutable_physics() = request.physics();
+    *simulate.mutable_plan() = report.plan();
+    v1::SimulateResponse replay;
+    grpc::ClientContext cs;
+    ASSERT_TRUE(stub_->Simulate(&cs, simulate, &replay).ok());
+    EXPECT_EQ(replay.metrics().SerializeAsString(),
+              report.metrics().SerializeAsString());
+  }
+  // Without physics the reserved fields stay unset: old answers unchanged.
+  v1::PlanResponse plain;
+  grpc::ClientContext cp;
+  ASSERT_TRUE(stub_->Plan(&cp, PlanRequest(0.5), &plain).ok());
+  EXPECT_EQ(plain.report().metrics().peak_reserved_bytes(), 0);
+  EXPECT_EQ(plain.report().planned_budget_bytes(), 0);
+}
+
+TEST_F(ServiceTest, BadPhysicsIsNamedByField) {
+  v1::PlanRequest request = PlanRequest(0.5);
+  request.mutable_physics()->set_budget_reserved(true);
+  v1::PlanResponse response;
+  grpc::ClientContext c1;
+  const grpc::Status no_allocator = stub_->Plan(&c1, request, &response);
+  EXPECT_EQ(no_allocator.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_FALSE(FieldViolationsOf(no_allocator).empty());
+  EXPECT_EQ(FieldViolationsOf(no_allocator)[0].field,
+            "physics.budget_reserved");
+  request.mutable_physics()->set_allocator(static_cast<v1::AllocatorModel>(42));
+  v1::SimulateRequest simulate;
+  *simulate.mutable_trace() = request.trace();
+  *simulate.mutable_hardware() = request.hardware();
+  simulate.mutable_budget()->set_unlimited(true);
+  *simulate.mutable_physics() = request.physics();
+  v1::SimulateResponse simulated;
+  grpc::ClientContext c2;
+  const grpc::Status unknown = stub_->Simulate(&c2, simulate, &simulated);
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_FALSE(FieldViolationsOf(unknown).empty());
+  EXPECT_EQ(FieldViolationsOf(unknown)[0].field, "physics.allocator");
+}
+
 struct RawReply {
   grpc::Status status;
   v1::PlanResponse response;

@@ -133,6 +133,7 @@ class Report {
   absl::Status LinkSweep();
   absl::Status GpuSweep();
   absl::Status SequenceSweep();
+  absl::Status Allocator();
   void Bars();
 
   const ReportOptions& options_;
@@ -791,6 +792,56 @@ absl::Status Report::SequenceSweep() {
   return absl::OkStatus();
 }
 
+absl::Status Report::Allocator() {
+  absl::StrAppend(&md_, report_text::kAllocatorIntro);
+  constexpr AllocatorKind kKinds[] = {AllocatorKind::kCaching,
+                                      AllocatorKind::kExpandable};
+  for (const Model& m : models_) {
+    SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, "a100"));
+    for (int b : {30, 50}) {
+      const int64_t budget = w->peak_bytes * b / 100;
+      SLACKSWAP_ASSIGN_OR_RETURN(const Cell* plain,
+                                 Cached(Policy::kSlackSwap, *w, b));
+      std::vector<std::string> row = {
+          m.label, absl::StrCat(b, "%"), Pct(*plain),
+          Gigabytes(plain->result.replay.peak_resident_bytes)};
+      // The resident plan, observed by each allocator.
+      for (AllocatorKind kind : kKinds) {
+        SLACKSWAP_ASSIGN_OR_RETURN(
+            const SimulationResult observed,
+            Simulate(w->trace, w->hardware, plain->result.plan,
+                     AllocatorReplayOptions(budget, {kind, false}, false)));
+        row.push_back(Gigabytes(observed.peak_reserved_bytes));
+        row.push_back(Gigabytes(observed.fragmentation_bytes));
+      }
+      // Planned for the reserved budget.
+      for (AllocatorKind kind : kKinds) {
+        SLACKSWAP_ASSIGN_OR_RETURN(
+            PlanningResult reserved,
+            PlanUnderAllocator(w->trace, w->hardware, budget, {kind, true},
+                               [&](int64_t resident_budget) {
+                                 return RunPolicy(Policy::kSlackSwap, w->trace,
+                                                  w->hardware, resident_budget,
+                                                  policy_options_);
+                               }));
+        Check(
+            !reserved.feasible || reserved.replay.peak_reserved_bytes <= budget,
+            absl::StrCat("reserved budget exceeded on ", w->label));
+        Cell cell;
+        cell.result = std::move(reserved);
+        row.push_back(Pct(cell));
+        row.push_back(absl::StrFormat(
+            "%.1f%%",
+            100.0 * static_cast<double>(cell.result.planned_budget_bytes) /
+                static_cast<double>(budget)));
+      }
+      absl::StrAppend(&md_, MarkdownRow(row));
+    }
+  }
+  absl::StrAppend(&md_, "\n");
+  return absl::OkStatus();
+}
+
 void Report::Bars() {
   for (const Model& m : models_) {
     auto w = Get(m.preset, "a100");
@@ -838,6 +889,7 @@ absl::Status Report::Run() {
     SLACKSWAP_RETURN_IF_ERROR(LinkSweep());
     SLACKSWAP_RETURN_IF_ERROR(GpuSweep());
     SLACKSWAP_RETURN_IF_ERROR(SequenceSweep());
+    SLACKSWAP_RETURN_IF_ERROR(Allocator());
   }
   if (!options_.quick) Bars();
   std::string head = absl::StrCat(

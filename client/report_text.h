@@ -118,6 +118,16 @@ Paper: the hideable fraction rises from {hideable_from}% to {hideable_to}%; Slac
 |---|---|---|---|---|---|
 )md";
 
+// Section 11 and its table header.
+inline constexpr char kAllocatorIntro[] =
+    R"md(## 11. The caching allocator's reserved memory
+
+Beyond the paper (issue 17): PyTorch's CUDA caching allocator, modelled over each plan's allocations and frees (docs/event-model.md, "Caching allocator"), on the A100 preset. "Resident" is SlackSwap's plan for a resident budget, with its peak resident bytes and the peak reserved bytes of the same plan under the native allocator ("caching") and with expandable segments; "frag." is reserved minus allocated at the reserved peak. "Reserved budget" plans so that the reserved peak stays within the same budget (docs/planner.md, "Planning under the caching allocator"): its throughput, and the resident budget the plan was made for, as a % of the budget.
+
+| Model | Budget | Resident: % ideal | Peak resident | Caching: reserved | frag. | Expandable: reserved | frag. | Reserved budget, caching: % ideal | planned for | Reserved budget, expandable: % ideal | planned for |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+)md";
+
 // The closing section.
 inline constexpr char kWhyTheBaselines[] =
     R"md(## Why the baselines land where they do

@@ -142,7 +142,6 @@ class Replay {
 };
 
 bool Replay::AllocateModelled(int32_t tensor) {
-  if (!modelled_) return true;
   // A rebuild or prefetch allocates its tensor; an operator its outputs in
   // tensor order, then its workspace. Empty ones take nothing (PyTorch
   // returns no block for 0 bytes).
@@ -228,7 +227,7 @@ void Replay::TryStartCompute() {
                            : trace_.op_allocation_bytes[op_];
   if ((!reserved_budget_ &&
        resident_ + compute_alloc_ > options_.budget_bytes) ||
-      !AllocateModelled(tensor)) {
+      (modelled_ && !AllocateModelled(tensor))) {
     compute_waits_for_memory_ = true;
     return;
   }
@@ -316,7 +315,7 @@ void Replay::TryStartH2D() {
     if (options_.issue_gated != nullptr) (*options_.issue_gated)[t] = 1;
     return;
   }
-  if (!AllocateModelled(t)) return;
+  if (modelled_ && !AllocateModelled(t)) return;
   const int64_t duration =
       TransferNs(size, hw_.h2d_bytes_per_second, hw_.transfer_latency_ns);
   h2d_busy_ = true;

@@ -136,7 +136,9 @@ bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
   op.block_index_ = Low32(values[Op::kBlockIndexFieldNumber]);
   op.workspace_bytes_ =
       static_cast<int64_t>(values[Op::kWorkspaceBytesFieldNumber]);
-  // flops and memory_traffic_bytes are not used by the planner.
+  op.flops_ = static_cast<int64_t>(values[Op::kFlopsFieldNumber]);
+  op.memory_traffic_bytes_ =
+      static_cast<int64_t>(values[Op::kMemoryTrafficBytesFieldNumber]);
   return true;
 }
 

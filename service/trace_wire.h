@@ -36,6 +36,8 @@ struct WireOperator {
   int64_t duration_ns() const { return duration_ns_; }
   int32_t block_index() const { return block_index_; }
   int64_t workspace_bytes() const { return workspace_bytes_; }
+  int64_t flops() const { return flops_; }
+  int64_t memory_traffic_bytes() const { return memory_traffic_bytes_; }
 
   absl::string_view name_;
   int32_t phase_ = 0;
@@ -43,6 +45,8 @@ struct WireOperator {
   int64_t duration_ns_ = 0;
   int32_t block_index_ = 0;
   int64_t workspace_bytes_ = 0;
+  int64_t flops_ = 0;
+  int64_t memory_traffic_bytes_ = 0;
 };
 
 struct WireTensor {

@@ -1,5 +1,6 @@
 #include "service/wire_convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -33,6 +34,14 @@ absl::StatusOr<Hardware> HardwareFromProto(const v1::Hardware& proto) {
   }
   if (proto.hbm_bytes_per_second() < 0)
     v.Add("hardware.hbm_bytes_per_second", "must be >= 0");
+  if (proto.gpus_per_uplink() < 0 || proto.gpus_per_uplink() > 64)
+    v.Add("hardware.gpus_per_uplink", "must be in [1, 64] (0: 1)");
+  if (proto.uplink_d2h_bytes_per_second() < 0) {
+    v.Add("hardware.uplink_d2h_bytes_per_second", "must be >= 0 (0: no cap)");
+  }
+  if (proto.uplink_h2d_bytes_per_second() < 0) {
+    v.Add("hardware.uplink_h2d_bytes_per_second", "must be >= 0 (0: no cap)");
+  }
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
   Hardware h;
   h.name = proto.name();
@@ -43,6 +52,9 @@ absl::StatusOr<Hardware> HardwareFromProto(const v1::Hardware& proto) {
   h.host_pinned_memory_bytes = proto.host_pinned_memory_bytes();
   h.matmul_flops_per_second = proto.matmul_flops_per_second();
   h.hbm_bytes_per_second = proto.hbm_bytes_per_second();
+  h.gpus_per_uplink = std::max(proto.gpus_per_uplink(), 1);
+  h.uplink_d2h_bytes_per_second = proto.uplink_d2h_bytes_per_second();
+  h.uplink_h2d_bytes_per_second = proto.uplink_h2d_bytes_per_second();
   return h;
 }
 
@@ -56,6 +68,10 @@ v1::Hardware HardwareToProto(const Hardware& h) {
   proto.set_host_pinned_memory_bytes(h.host_pinned_memory_bytes);
   proto.set_matmul_flops_per_second(h.matmul_flops_per_second);
   proto.set_hbm_bytes_per_second(h.hbm_bytes_per_second);
+  // Unset when 1, so that a single GPU's descriptor reads as before.
+  if (h.gpus_per_uplink > 1) proto.set_gpus_per_uplink(h.gpus_per_uplink);
+  proto.set_uplink_d2h_bytes_per_second(h.uplink_d2h_bytes_per_second);
+  proto.set_uplink_h2d_bytes_per_second(h.uplink_h2d_bytes_per_second);
   return proto;
 }
 

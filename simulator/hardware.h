@@ -21,8 +21,19 @@ struct Hardware {
   int64_t transfer_latency_ns = 0;
   int64_t gpu_memory_bytes = 0;
   int64_t host_pinned_memory_bytes = 0;  // 0: no cap
-  int64_t matmul_flops_per_second = 0;   // sustained, generator only
-  int64_t hbm_bytes_per_second = 0;      // sustained, generator only
+  int64_t matmul_flops_per_second = 0;   // sustained; generator, contention
+  int64_t hbm_bytes_per_second = 0;      // sustained; generator, contention
+  // GPUs behind one host uplink, and the uplink's rate per direction (0: no
+  // cap beyond each GPU's link): docs/event-model.md, "Shared uplink".
+  int32_t gpus_per_uplink = 1;
+  int64_t uplink_d2h_bytes_per_second = 0;
+  int64_t uplink_h2d_bytes_per_second = 0;
+
+  // Whether transfers can be slower than this GPU's own link.
+  bool SharesUplink() const {
+    return gpus_per_uplink > 1 || uplink_d2h_bytes_per_second > 0 ||
+           uplink_h2d_bytes_per_second > 0;
+  }
 };
 
 // Names accepted by HardwarePreset, in release order:

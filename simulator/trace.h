@@ -41,6 +41,10 @@ enum class OpKind : uint8_t {
 struct Op {
   int64_t duration_ns = 0;
   int64_t workspace_bytes = 0;
+  // The work the duration was profiled or derived from (0: unknown); HBM
+  // contention slows ops with a traffic figure (docs/event-model.md).
+  int64_t flops = 0;
+  int64_t memory_traffic_bytes = 0;
   int32_t block_index = 0;
   Phase phase = Phase::kForward;
   OpKind kind = OpKind::kOther;

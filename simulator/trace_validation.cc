@@ -136,6 +136,8 @@ struct SpecOperator {
   int64_t duration_ns() const { return op.duration_ns; }
   int32_t block_index() const { return op.block_index; }
   int64_t workspace_bytes() const { return op.workspace_bytes; }
+  int64_t flops() const { return op.flops; }
+  int64_t memory_traffic_bytes() const { return op.memory_traffic_bytes; }
 };
 
 struct SpecTensor {

@@ -100,6 +100,12 @@ void CheckOperators(const TraceLike& in, Trace& trace, FieldViolations& v) {
     CheckQuantity(
         v, [i] { return Path("trace.operators", i, "workspace_bytes"); },
         op.workspace_bytes(), "bytes");
+    CheckQuantity(
+        v, [i] { return Path("trace.operators", i, "flops"); }, op.flops(),
+        "FLOPs");
+    CheckQuantity(
+        v, [i] { return Path("trace.operators", i, "memory_traffic_bytes"); },
+        op.memory_traffic_bytes(), "bytes");
     // Block indices name layers: there cannot be more layers than operators,
     // and planners keep one entry per block index.
     if (op.block_index() < 0 || op.block_index() >= n) {
@@ -115,6 +121,8 @@ void CheckOperators(const TraceLike& in, Trace& trace, FieldViolations& v) {
     Op& out = trace.ops[i];
     out.duration_ns = op.duration_ns();
     out.workspace_bytes = op.workspace_bytes();
+    out.flops = op.flops();
+    out.memory_traffic_bytes = op.memory_traffic_bytes();
     out.block_index = op.block_index();
     out.phase = phase.value_or(Phase::kForward);
     out.kind = kind.value_or(OpKind::kOther);

@@ -418,5 +418,136 @@ TEST(EventModelTest, AReservedBudgetReleasesCachedSegmentsOrWaits) {
   EXPECT_TRUE(ReplayWith(AllocatorKind::kExpandable, 40 * MiB, false).feasible);
 }
 
+// Node physics. One tensor of 100 bytes, swapped, its prefetch issued once op
+// 1 ends; the links move 1 byte/ns each way.
+Trace SharedLinkTrace(int64_t backward_ns) {
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(500), t.Bwd(backward_ns), t.Bwd(10);
+  t.Tensor(100, 0, {3});
+  return t.Build();
+}
+
+SimulationResult ReplayOnNode(const Trace& trace, const Hardware& hw,
+                              SimulationOptions options = {}) {
+  options.record_timeline = true;
+  absl::StatusOr<SimulationResult> r =
+      Simulate(trace, hw, PlanOf("s", 2), options);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : SimulationResult();
+}
+
+TEST(EventModelTest, RanksSharingAnUplinkSplitItsRate) {
+  Hardware hw = ByteNanosecondLink();
+  hw.gpus_per_uplink = 2;
+  hw.uplink_d2h_bytes_per_second = 1'000'000'000;
+  hw.uplink_h2d_bytes_per_second = 1'000'000'000;
+  // Both ranks offload at 10 and prefetch at 510, each at half a byte/ns:
+  // 200 ns per copy. With 500 ns of backward op 2 nothing waits.
+  SimulationResult r = ReplayOnNode(SharedLinkTrace(500), hw);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_EQ(r.iteration_ns, 1020);
+  EXPECT_EQ(r.d2h_busy_ns, 200);
+  EXPECT_EQ(r.uplink_wait_ns, 200);  // 100 more per copy than alone
+  std::vector<TimelineEvent> prefetch = Events(r, TimelineKind::kPrefetch);
+  ASSERT_EQ(prefetch.size(), 1u);
+  EXPECT_EQ(prefetch[0].start_ns, 510);
+  EXPECT_EQ(prefetch[0].end_ns, 710);
+  // With 50 ns of op 2, op 3 (ready at 560) waits for the prefetch: 150 ns,
+  // where one GPU alone waits 50.
+  r = ReplayOnNode(SharedLinkTrace(50), hw);
+  EXPECT_EQ(r.prefetch_wait_ns, 150);
+  EXPECT_EQ(r.iteration_ns, 720);
+  EXPECT_EQ(
+      ReplayOnNode(SharedLinkTrace(50), ByteNanosecondLink()).iteration_ns,
+      620);
+  // An uplink as fast as both links costs nothing.
+  hw.uplink_d2h_bytes_per_second = hw.uplink_h2d_bytes_per_second =
+      2'000'000'000;
+  r = ReplayOnNode(SharedLinkTrace(50), hw);
+  EXPECT_EQ(r.iteration_ns, 620);
+  EXPECT_EQ(r.uplink_wait_ns, 0);
+}
+
+TEST(EventModelTest, SkewedRanksShareOnlyWhileTheirCopiesOverlap) {
+  Hardware hw = ByteNanosecondLink();
+  hw.gpus_per_uplink = 2;
+  hw.uplink_d2h_bytes_per_second = 1'000'000'000;
+  hw.uplink_h2d_bytes_per_second = 1'000'000'000;
+  SimulationOptions options;
+  // Rank 1 starts 50 ns later. Rank 0's offload moves 50 bytes alone
+  // (10..60), then both move at half a byte/ns: rank 0's ends at 160, rank
+  // 1's moves its last 50 bytes alone, ending at 210 (160 in its own time).
+  // The prefetches (510 and 560) overlap the same way: rank 0's ends at
+  // 660, and op 3, ready at 560, waits 100 ns.
+  options.rank_skew_ns = 50;
+  SimulationResult r = ReplayOnNode(SharedLinkTrace(50), hw, options);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_EQ(r.iteration_ns, 670);
+  EXPECT_EQ(r.prefetch_wait_ns, 100);
+  EXPECT_EQ(r.uplink_wait_ns, 100);
+  EXPECT_EQ(r.rank, 0);  // both ranks take 670: the first is reported
+  std::vector<TimelineEvent> offload = Events(r, TimelineKind::kOffload);
+  ASSERT_EQ(offload.size(), 1u);
+  EXPECT_EQ(offload[0].end_ns, 160);
+  // 150 ns apart the copies never overlap: each rank runs as if alone.
+  options.rank_skew_ns = 150;
+  r = ReplayOnNode(SharedLinkTrace(50), hw, options);
+  EXPECT_EQ(r.iteration_ns, 620);
+  EXPECT_EQ(r.uplink_wait_ns, 0);
+}
+
+TEST(EventModelTest, CopiesSlowMemoryBoundOpsBeneathThem) {
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(500), t.Bwd(500), t.Bwd(10);
+  t.Tensor(100, 0, {3});
+  // Op 1 reads and writes 2000 bytes at 4 bytes/ns: memory-bound, 500 ns.
+  t.proto.mutable_operators(1)->set_memory_traffic_bytes(2000);
+  Hardware hw = ByteNanosecondLink();
+  hw.hbm_bytes_per_second = 4'000'000'000;
+  SimulationOptions options;
+  options.hbm_contention = true;
+  // The offload (10..110) takes 1 byte/ns of the 4: op 1 runs at 3/4 speed
+  // for 100 ns (75 ns of its work), then at full speed for 425: it ends at
+  // 535, not 510. Op 2 has no traffic figure: the prefetch beneath it costs
+  // nothing.
+  const SimulationResult r = ReplayOnNode(t.Build(), hw, options);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_EQ(r.contention_ns, 25);
+  EXPECT_EQ(r.iteration_ns, 1045);
+  const std::vector<TimelineEvent> ops = Events(r, TimelineKind::kOp);
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[1].start_ns, 10);
+  EXPECT_EQ(ops[1].end_ns, 535);
+  // Without contention the same trace takes 1020.
+  EXPECT_EQ(ReplayOnNode(t.Build(), hw).iteration_ns, 1020);
+  // An op whose roofline is compute-bound even with the HBM left is not
+  // slowed: 7e5 FLOPs at 1e12 FLOP/s take 700 ns of roofline time, above
+  // the 2000 bytes at 3 bytes/ns (667 ns). At 5e5 FLOPs (500 ns) it is.
+  t.proto.mutable_operators(1)->set_flops(700'000);
+  EXPECT_EQ(ReplayOnNode(t.Build(), hw, options).iteration_ns, 1020);
+  t.proto.mutable_operators(1)->set_flops(500'000);
+  EXPECT_EQ(ReplayOnNode(t.Build(), hw, options).iteration_ns, 1045);
+}
+
+TEST(EventModelTest, PhysicsTheModelCannotReplayIsRejectedByField) {
+  const Trace trace = SharedLinkTrace(50);
+  Hardware hw = ByteNanosecondLink();
+  hw.hbm_bytes_per_second = 3'000'000'000;  // under twice the two links
+  SimulationOptions options;
+  options.hbm_contention = true;
+  absl::StatusOr<SimulationResult> r =
+      Simulate(trace, hw, PlanOf("s", 2), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(
+      absl::StrContains(r.status().message(), "hardware.hbm_bytes_per_second"))
+      << r.status();
+  options.hbm_contention = false;
+  options.rank_skew_ns = -1;
+  r = Simulate(trace, hw, PlanOf("s", 2), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "physics.rank_skew_ns"))
+      << r.status();
+}
+
 }  // namespace
 }  // namespace slackswap

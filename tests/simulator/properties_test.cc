@@ -179,6 +179,56 @@ TEST(EventModelPropertyTest, TheAllocatorObservesAndItsBudgetHolds) {
   EXPECT_GT(reserved_infeasible, 5);
 }
 
+// The node model's exact rates: an uplink no transfer is slowed by, or ranks
+// that each get their own link's rate, replay every random plan exactly as
+// one GPU alone; with real sharing and contention the stall identity still
+// holds, with the ops' extra time counted as contention.
+TEST(EventModelPropertyTest, NodePhysicsIsExactAndAccountsForEveryNs) {
+  std::mt19937_64 rng(20261202);
+  int slowed = 0;
+  for (const Workload& w : Workloads()) {
+    const int64_t peak = AllKeepPeakBytes(w.trace);
+    for (int trial = 0; trial < 12; ++trial) {
+      SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
+      const Plan plan = RandomPlan(w.trace, trial % 4 == 3, rng);
+      SimulationOptions options;
+      options.budget_bytes = static_cast<int64_t>(peak * (0.4 + 0.05 * trial));
+      options.per_layer_barriers = trial % 4 == 3;
+      const SimulationResult alone =
+          *Simulate(w.trace, w.hardware, plan, options);
+      const int ranks = 1 + trial % 4;
+      Hardware wide = w.hardware;
+      wide.gpus_per_uplink = ranks;
+      wide.uplink_d2h_bytes_per_second =
+          w.hardware.d2h_bytes_per_second * ranks;
+      wide.uplink_h2d_bytes_per_second =
+          w.hardware.h2d_bytes_per_second * ranks;
+      const SimulationResult same = *Simulate(w.trace, wide, plan, options);
+      EXPECT_EQ(MetricsToProto(same).SerializeAsString(),
+                MetricsToProto(alone).SerializeAsString());
+      // Shared for real, skewed, contended.
+      Hardware shared = wide;
+      shared.gpus_per_uplink = 2 + trial % 3;
+      shared.uplink_d2h_bytes_per_second = w.hardware.d2h_bytes_per_second;
+      shared.uplink_h2d_bytes_per_second = w.hardware.h2d_bytes_per_second;
+      SimulationOptions physics = options;
+      physics.rank_skew_ns = (trial % 2) * 1'000'000;
+      physics.hbm_contention =
+          shared.hbm_bytes_per_second >=
+          2 * (shared.d2h_bytes_per_second + shared.h2d_bytes_per_second);
+      const SimulationResult r = *Simulate(w.trace, shared, plan, physics);
+      EXPECT_LE(r.peak_resident_bytes, options.budget_bytes);
+      EXPECT_GE(r.contention_ns, 0);
+      EXPECT_GE(r.uplink_wait_ns, 0);
+      if (!r.feasible) continue;
+      EXPECT_EQ(r.iteration_ns, w.trace.ideal_ns + r.contention_ns +
+                                    r.recompute_ns + r.stall_ns());
+      if (r.uplink_wait_ns > 0 && r.contention_ns > 0) ++slowed;
+    }
+  }
+  EXPECT_GT(slowed, 5);
+}
+
 TEST(EventModelPropertyTest, AllKeepWithUnlimitedMemoryIsTheSumOfDurations) {
   for (const Workload& w : Workloads()) {
     absl::StatusOr<SimulationResult> r =

@@ -1,0 +1,117 @@
+#include "simulator/node_model.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace slackswap {
+namespace internal {
+namespace {
+
+// Each moving transfer's rate in one direction: its link, or its even share
+// of the uplink (rounded down to a byte per second), whichever is less.
+int64_t Share(int64_t link, int64_t uplink, int64_t moving) {
+  if (uplink <= 0 || moving <= 0) return link;
+  return std::min(link, std::max<int64_t>(uplink / moving, 1));
+}
+
+}  // namespace
+
+void RunShared(
+    std::vector<Member>& members, const Hardware& node,
+    absl::FunctionRef<void(size_t, int64_t, SimulationResult)> finished) {
+  int64_t now = 0;
+  auto running = [&](const Member& m) {
+    return !m.finished && m.origin <= now;
+  };
+  while (true) {
+    for (size_t i = 0; i < members.size(); ++i) {
+      Member& m = members[i];
+      // (A member restarted at `now` starts at once.)
+      while (running(m)) {
+        m.replay->TryStart();
+        if (!m.replay->done()) break;
+        m.finished = true;
+        finished(i, now, m.replay->Finish());
+      }
+    }
+    // The rates until the next event.
+    int64_t d2h_moving = 0, h2d_moving = 0;
+    for (const Member& m : members) {
+      if (!running(m)) continue;
+      d2h_moving += m.replay->d2h_moving() ? m.multiplicity : 0;
+      h2d_moving += m.replay->h2d_moving() ? m.multiplicity : 0;
+    }
+    int64_t next = kNever;
+    for (size_t i = 0; i < members.size(); ++i) {
+      Member& m = members[i];
+      if (m.finished) continue;
+      if (m.origin > now) {
+        next = std::min(next, m.origin);
+        continue;
+      }
+      m.replay->SetRates(Share(m.hardware->d2h_bytes_per_second,
+                               node.uplink_d2h_bytes_per_second, d2h_moving),
+                         Share(m.hardware->h2d_bytes_per_second,
+                               node.uplink_h2d_bytes_per_second, h2d_moving));
+      const int64_t local = m.replay->NextEvent();
+      if (local == kNever) {
+        // Nothing of its own runs: no other GPU can release it.
+        m.replay->ReportInfeasible();
+        finished(i, now, m.replay->Finish());
+        m.finished = true;  // never run again
+        continue;
+      }
+      next = std::min(next, m.origin + local);
+    }
+    bool all_finished = true;
+    for (const Member& m : members) all_finished &= m.finished;
+    if (all_finished) return;
+    if (next == kNever) return;  // (cannot happen: a member always waits)
+    for (Member& m : members) {
+      if (running(m)) m.replay->AdvanceTo(next - m.origin);
+    }
+    now = next;
+    for (Member& m : members) {
+      if (running(m)) m.replay->FinishDue();
+    }
+  }
+}
+
+SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
+                               const Plan& plan, const Schedule& schedule,
+                               const SimulationOptions& options) {
+  std::vector<Member> members;
+  // Ranks that start together stay identical: one replay stands for all.
+  const int32_t ranks = std::max(hardware.gpus_per_uplink, 1);
+  const bool together = options.rank_skew_ns == 0;
+  for (int32_t r = 0; r < (together ? 1 : ranks); ++r) {
+    Member m;
+    m.replay = std::make_unique<Replay>(trace, hardware, plan, schedule,
+                                        options, /*variable=*/true);
+    m.hardware = &hardware;
+    m.multiplicity = together ? ranks : 1;
+    m.origin = together ? 0 : options.rank_skew_ns * r;
+    members.push_back(std::move(m));
+  }
+  std::vector<SimulationResult> results(members.size());
+  RunShared(members, hardware, [&](size_t i, int64_t, SimulationResult r) {
+    results[i] = std::move(r);
+  });
+  // The job's step is its slowest rank's (or an infeasible one's).
+  size_t pick = 0;
+  for (size_t i = 1; i < results.size(); ++i) {
+    const SimulationResult& a = results[i];
+    const SimulationResult& b = results[pick];
+    if (a.feasible != b.feasible
+            ? !a.feasible
+            : a.feasible && a.iteration_ns > b.iteration_ns) {
+      pick = i;
+    }
+  }
+  SimulationResult result = std::move(results[pick]);
+  result.rank = static_cast<int32_t>(pick);
+  return result;
+}
+
+}  // namespace internal
+}  // namespace slackswap

@@ -1,0 +1,422 @@
+#include "simulator/replay.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace slackswap {
+namespace internal {
+namespace {
+
+absl::int128 CeilDiv(absl::int128 a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+int64_t ContendedRate(int64_t flops, int64_t traffic, const Hardware& hardware,
+                      int64_t copy_bytes_per_second) {
+  if (traffic <= 0 || copy_bytes_per_second <= 0) return kWorkScale;
+  using I = absl::int128;
+  const I f = flops, m = traffic, p = hardware.matmul_flops_per_second,
+          b = hardware.hbm_bytes_per_second, left = b - copy_bytes_per_second;
+  // Compute-bound even with the HBM left: F / P >= M / (B - c).
+  if (f * left >= m * p) return kWorkScale;
+  // Contended time M / (B - c) against the uncontended max(F / P, M / B).
+  const I rate = f * b >= m * p ? I(kWorkScale) * f * left / (p * m)
+                                : I(kWorkScale) * left / b;
+  return std::max<int64_t>(static_cast<int64_t>(rate), 1);
+}
+
+Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
+               const Schedule& schedule, const SimulationOptions& options,
+               bool variable)
+    : trace_(trace),
+      hw_(hardware),
+      plan_(plan),
+      s_(schedule),
+      options_(options),
+      variable_(variable),
+      offloaded_(trace.tensors.size(), 0),
+      forward_done_(trace.tensors.size(), 0),
+      modelled_(options.allocator != AllocatorKind::kNone),
+      reserved_budget_(modelled_ && options.budget_reserved),
+      allocator_(options.allocator, reserved_budget_
+                                        ? options.budget_bytes
+                                        : CachingAllocatorModel::kNoLimit) {
+  if (options.per_layer_barriers) ComputeBarriers();
+  if (modelled_) allocation_.assign(trace.tensors.size(), -1);
+  result_.budget_bytes = options_.budget_bytes;
+  result_.ideal_ns = trace_.ideal_ns;
+  for (size_t t = 0; t < trace_.tensors.size(); ++t) {
+    const int64_t size = trace_.tensors[t].size_bytes;
+    switch (plan_.decisions[t]) {
+      case Decision::kKeep:
+        result_.kept_bytes += size;
+        break;
+      case Decision::kSwap:
+        result_.swapped_bytes += size;
+        break;
+      case Decision::kRecompute:
+        result_.recomputed_bytes += size;
+        break;
+    }
+  }
+  k_ = s_.rebuilds.begin[0];
+}
+
+bool Replay::AllocateModelled(int32_t tensor) {
+  // A rebuild or prefetch allocates its tensor; an operator its outputs in
+  // tensor order, then its workspace. Empty ones take nothing (PyTorch
+  // returns no block for 0 bytes).
+  requests_.clear();
+  slots_.clear();
+  granted_.clear();
+  auto request = [&](int32_t* slot, int64_t bytes) {
+    if (bytes == 0) return;
+    requests_.push_back(bytes);
+    slots_.push_back(slot);
+  };
+  if (tensor >= 0) {
+    request(&allocation_[tensor], trace_.tensors[tensor].size_bytes);
+  } else {
+    for (int32_t t : trace_.produces.Row(op_))
+      request(&allocation_[t], trace_.tensors[t].size_bytes);
+    request(&workspace_allocation_, trace_.ops[op_].workspace_bytes);
+  }
+  if (!allocator_.MallocAll(requests_, &granted_)) return false;
+  for (size_t i = 0; i < slots_.size(); ++i) *slots_[i] = granted_[i];
+  return true;
+}
+
+void Replay::ComputeBarriers() {
+  barrier_offloads_.assign(s_.num_steps, 0);
+  barrier_prefetches_.assign(s_.num_steps, 0);
+  const std::vector<int32_t> run_start = BlockRunStarts(trace_);
+  // Forward: the step after a block run's last op waits for the offloads of
+  // every tensor produced so far (the D2H stream is FIFO in production order).
+  size_t offloads = 0;
+  for (int32_t o = 0; o < trace_.num_forward_ops; ++o) {
+    while (offloads < s_.offload_order.size() &&
+           trace_.tensors[s_.offload_order[offloads]].producer_op <= o) {
+      ++offloads;
+    }
+    const bool run_ends =
+        o + 1 == trace_.num_ops() || run_start[o + 1] == o + 1;
+    if (run_ends && o + 1 < trace_.num_ops()) {
+      barrier_offloads_[s_.OpStep(o) + 1] = static_cast<int32_t>(offloads);
+    }
+  }
+  // Backward: the first step of a block run (its first rebuild, if any) waits
+  // for every prefetch needed up to the run's last op (a prefix of the
+  // deadline-ordered H2D queue).
+  size_t prefetches = 0;
+  for (int32_t o = trace_.num_forward_ops; o < trace_.num_ops(); ++o) {
+    if (run_start[o] != o) continue;
+    int32_t last = o;
+    while (last + 1 < trace_.num_ops() && run_start[last + 1] == o) ++last;
+    while (prefetches < s_.prefetch_order.size() &&
+           s_.need_op[s_.prefetch_order[prefetches]] <= last) {
+      ++prefetches;
+    }
+    const int32_t first_step = o + s_.rebuilds.begin[o];
+    barrier_prefetches_[first_step] = static_cast<int32_t>(prefetches);
+  }
+}
+
+void Replay::TryStartCompute() {
+  compute_waits_for_memory_ = false;
+  if (compute_busy_ || step_ >= s_.num_steps) return;
+  if (stage_ == 0) {
+    if (options_.per_layer_barriers &&
+        (offloads_done_ < barrier_offloads_[step_] ||
+         prefetches_done_ < barrier_prefetches_[step_])) {
+      return;
+    }
+    result_.barrier_wait_ns += now_ - stage_since_;
+    RecordStall(WaitCause::kBarrier);
+    stage_since_ = now_;
+    stage_ = 1;
+  }
+  if (stage_ == 1) {
+    if (prefetches_done_ < s_.prefetches_needed[step_]) return;
+    result_.prefetch_wait_ns += now_ - stage_since_;
+    RecordStall(WaitCause::kPrefetch);
+    stage_since_ = now_;
+    stage_ = 2;
+  }
+  const bool rebuild = StepIsRebuild();
+  const int32_t tensor = rebuild ? s_.rebuilds.items[k_] : -1;
+  compute_alloc_ = rebuild ? trace_.tensors[tensor].size_bytes
+                           : trace_.op_allocation_bytes[op_];
+  if ((!reserved_budget_ &&
+       resident_ + compute_alloc_ > options_.budget_bytes) ||
+      (modelled_ && !AllocateModelled(tensor))) {
+    compute_waits_for_memory_ = true;
+    return;
+  }
+  result_.memory_wait_ns += now_ - stage_since_;
+  RecordStall(WaitCause::kMemory);
+  const int64_t duration = rebuild ? trace_.tensors[tensor].recompute_ns
+                                   : trace_.ops[op_].duration_ns;
+  compute_busy_ = true;
+  compute_start_ = now_;
+  // (With variable rates SetRates moves the end as the rate changes.)
+  compute_end_ = now_ + duration;
+  compute_work_ = absl::int128(duration) * kWorkScale;
+  compute_rate_ = kWorkScale;
+  compute_since_ = now_;
+  Allocate(compute_alloc_);
+  if (rebuild) {
+    result_.recompute_ns += duration;
+    compute_event_ = Record(TimelineKind::kRebuild, tensor, compute_end_);
+  } else {
+    compute_event_ = Record(TimelineKind::kOp, op_, compute_end_);
+  }
+}
+
+void Replay::FinishCompute() {
+  compute_busy_ = false;
+  compute_end_ = kNever;
+  RecordEnd(compute_event_);
+  if (variable_ && !StepIsRebuild()) {
+    result_.contention_ns +=
+        now_ - compute_start_ - trace_.ops[op_].duration_ns;
+  }
+  if (StepIsRebuild()) {
+    ++k_;
+  } else {
+    const int32_t op = op_;
+    ops_done_ = op + 1;
+    resident_ -= trace_.ops[op].workspace_bytes;
+    if (workspace_allocation_ >= 0) {
+      allocator_.Free(workspace_allocation_);
+      workspace_allocation_ = -1;
+    }
+    for (int32_t t : s_.forward_release_after_op.Row(op)) {
+      if (plan_.decisions[t] == Decision::kRecompute || offloaded_[t]) {
+        Release(t);
+      } else {
+        forward_done_[t] = 1;
+      }
+    }
+    if (op + 1 == trace_.num_forward_ops) result_.forward_end_ns = now_;
+    ++op_;
+  }
+  for (int32_t t : s_.release_after_step.Row(step_)) Release(t);
+  ++step_;
+  stage_ = 0;
+  stage_since_ = now_;
+}
+
+void Replay::StartCopy(Copy& copy, int32_t tensor,
+                       int64_t link_bytes_per_second, TimelineKind kind) {
+  const int64_t size = trace_.tensors[tensor].size_bytes;
+  copy.busy = true;
+  copy.tensor = tensor;
+  copy.start = now_;
+  if (variable_) {
+    // The latency first; then the bytes, at the rates SetRates gives.
+    copy.moving = false;
+    copy.latency_end = now_ + hw_.transfer_latency_ns;
+    copy.work = absl::int128(size) * 1'000'000'000;
+    copy.rate = 0;
+    copy.since = now_;
+    copy.end = copy.latency_end;
+  } else {
+    copy.end =
+        now_ + TransferNs(size, link_bytes_per_second, hw_.transfer_latency_ns);
+  }
+  copy.event = Record(kind, tensor, copy.end);
+}
+
+void Replay::EndCopy(Copy& copy, int64_t link_bytes_per_second) {
+  RecordEnd(copy.event);
+  if (variable_) {
+    const int64_t alone =
+        TransferNs(trace_.tensors[copy.tensor].size_bytes,
+                   link_bytes_per_second, hw_.transfer_latency_ns);
+    result_.uplink_wait_ns += now_ - copy.start - alone;
+  }
+  copy = Copy();
+}
+
+void Replay::TryStartD2H() {
+  if (d2h_.busy || next_offload_ >= s_.offload_order.size()) return;
+  const int32_t t = s_.offload_order[next_offload_];
+  if (ops_done_ <= trace_.tensors[t].producer_op) return;
+  StartCopy(d2h_, t, hw_.d2h_bytes_per_second, TimelineKind::kOffload);
+  if (!variable_) result_.d2h_busy_ns += d2h_.end - now_;
+}
+
+void Replay::FinishD2H() {
+  const int32_t t = s_.offload_order[next_offload_++];
+  if (variable_) result_.d2h_busy_ns += now_ - d2h_.start;
+  EndCopy(d2h_, hw_.d2h_bytes_per_second);
+  ++offloads_done_;
+  offloaded_[t] = 1;
+  last_offload_end_ = now_;
+  if (forward_done_[t]) Release(t);
+}
+
+void Replay::TryStartH2D() {
+  // Compute allocations are served first: no prefetch starts while the
+  // compute stream waits for memory.
+  if (h2d_.busy || compute_waits_for_memory_ ||
+      next_prefetch_ >= s_.prefetch_order.size()) {
+    return;
+  }
+  const int32_t t = s_.prefetch_order[next_prefetch_];
+  const int64_t size = trace_.tensors[t].size_bytes;
+  if (!offloaded_[t]) return;
+  if (!reserved_budget_ && resident_ + size > options_.budget_bytes) return;
+  if (ops_done_ < plan_.prefetch_issue_op[t]) {
+    // (Under a reserved budget, whether the memory is there is not asked
+    // before the issue point: the mark is then conservative.)
+    if (options_.issue_gated != nullptr) (*options_.issue_gated)[t] = 1;
+    return;
+  }
+  if (modelled_ && !AllocateModelled(t)) return;
+  Allocate(size);
+  StartCopy(h2d_, t, hw_.h2d_bytes_per_second, TimelineKind::kPrefetch);
+  if (!variable_) result_.h2d_busy_ns += h2d_.end - now_;
+}
+
+void Replay::FinishH2D() {
+  ++next_prefetch_;
+  if (variable_) result_.h2d_busy_ns += now_ - h2d_.start;
+  EndCopy(h2d_, hw_.h2d_bytes_per_second);
+  ++prefetches_done_;
+}
+
+int64_t Replay::NextEvent() const {
+  return std::min({compute_busy_ ? compute_end_ : kNever, d2h_.end, h2d_.end});
+}
+
+void Replay::AdvanceTo(int64_t t) {
+  if (variable_) {
+    if (compute_busy_) {
+      compute_work_ -= absl::int128(t - compute_since_) * compute_rate_;
+      compute_since_ = t;
+    }
+    for (Copy* copy : {&d2h_, &h2d_}) {
+      if (copy->busy && copy->moving) {
+        copy->work -= absl::int128(t - copy->since) * copy->rate;
+        copy->since = t;
+      }
+    }
+  }
+  now_ = t;
+}
+
+void Replay::FinishDue() {
+  if (compute_busy_ && compute_end_ == now_) FinishCompute();
+  if (variable_) {
+    // A copy past its latency starts moving bytes (an empty one is done).
+    for (Copy* copy : {&d2h_, &h2d_}) {
+      if (copy->busy && !copy->moving && copy->latency_end == now_) {
+        copy->moving = true;
+        copy->since = now_;
+        copy->end = copy->work > 0 ? kNever : now_;
+      }
+    }
+  }
+  if (d2h_.busy && d2h_.end == now_) FinishD2H();
+  if (h2d_.busy && h2d_.end == now_) FinishH2D();
+}
+
+void Replay::SetRates(int64_t d2h_bytes_per_second,
+                      int64_t h2d_bytes_per_second) {
+  int64_t copying = 0;
+  for (auto [copy, rate] : {std::make_pair(&d2h_, d2h_bytes_per_second),
+                            std::make_pair(&h2d_, h2d_bytes_per_second)}) {
+    if (!copy->busy || !copy->moving) continue;
+    copy->rate = rate;
+    copy->end = copy->since + static_cast<int64_t>(CeilDiv(copy->work, rate));
+    copying += rate;
+  }
+  if (!compute_busy_) return;
+  compute_rate_ = kWorkScale;
+  if (options_.hbm_contention && !StepIsRebuild()) {
+    const Op& op = trace_.ops[op_];
+    compute_rate_ =
+        ContendedRate(op.flops, op.memory_traffic_bytes, hw_, copying);
+  }
+  compute_end_ = compute_since_ +
+                 static_cast<int64_t>(CeilDiv(compute_work_, compute_rate_));
+}
+
+void Replay::ReportInfeasible() {
+  result_.feasible = false;
+  Infeasibility& why = result_.infeasibility;
+  why.op = op_;
+  why.rebuild_tensor = StepIsRebuild() ? s_.rebuilds.items[k_] : -1;
+  why.bytes_resident = resident_;
+  const std::string what =
+      why.rebuild_tensor >= 0
+          ? absl::StrCat("the rebuild of tensor ", why.rebuild_tensor,
+                         " before op ", op_)
+          : absl::StrCat("op ", op_);
+  if (stage_ == 0) {
+    why.waiting_for = WaitCause::kBarrier;
+    why.reason = absl::StrCat(
+        what, " waits at a per-layer barrier that no pending transfer ",
+        "can release");
+  } else if (stage_ == 1) {
+    why.waiting_for = WaitCause::kPrefetch;
+    const int32_t head = s_.prefetch_order[next_prefetch_];
+    why.bytes_needed = trace_.tensors[head].size_bytes;
+    why.reason =
+        absl::StrCat(what, " waits for a prefetch; the next one (tensor ", head,
+                     ") needs ", why.bytes_needed, " bytes with ", Held());
+  } else {
+    why.waiting_for = WaitCause::kMemory;
+    why.bytes_needed = compute_alloc_;
+    why.reason = absl::StrCat(what, " needs ", compute_alloc_, " bytes with ",
+                              Held(), ", and nothing pending can free memory");
+  }
+}
+
+std::string Replay::Held() const {
+  if (!reserved_budget_) {
+    return absl::StrCat(resident_, " of ", options_.budget_bytes, " resident");
+  }
+  return absl::StrCat(allocator_.reserved_bytes(), " of ",
+                      options_.budget_bytes, " reserved (", resident_,
+                      " resident)");
+}
+
+SimulationResult Replay::Run() {
+  while (true) {
+    TryStart();
+    if (done()) break;
+    const int64_t next = NextEvent();
+    if (next == kNever) {
+      ReportInfeasible();
+      break;
+    }
+    AdvanceTo(next);
+    FinishDue();
+  }
+  return Finish();
+}
+
+SimulationResult Replay::Finish() {
+  result_.iteration_ns = now_;
+  if (result_.feasible && now_ > 0) {
+    result_.throughput_ratio =
+        static_cast<double>(trace_.ideal_ns) / static_cast<double>(now_);
+  } else if (result_.feasible) {
+    result_.throughput_ratio = 1.0;
+  }
+  if (last_offload_end_ >= 0) {
+    result_.last_offload_lag_ns = last_offload_end_ - result_.forward_end_ns;
+  }
+  if (modelled_) {
+    result_.peak_reserved_bytes = allocator_.peak_reserved_bytes();
+    result_.fragmentation_bytes = allocator_.fragmentation_bytes();
+  }
+  return std::move(result_);
+}
+
+}  // namespace internal
+}  // namespace slackswap

@@ -1,0 +1,213 @@
+// File: replay.h
+//
+// Internal to simulator/: one GPU's replay of one iteration under a plan
+// (its compute stream, its D2H and H2D copy streams, its memory and the
+// allocator model), stepped by a loop outside it so that several GPUs can
+// share a host uplink (node_model.h). Simulate (event_model.h) is the way in
+// for callers; docs/event-model.md states every rule.
+//
+// Times are local: 0 is this replay's start. Without node physics every
+// step and transfer has a fixed duration, fixed when it starts. With node
+// physics (a shared uplink, HBM contention) work progresses at rates that
+// the loop sets after every event (SetRates), and end times follow from the
+// remaining work: exact integers, as below.
+#ifndef SLACKSWAP_SIMULATOR_REPLAY_H_
+#define SLACKSWAP_SIMULATOR_REPLAY_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/numeric/int128.h"
+#include "simulator/caching_allocator.h"
+#include "simulator/event_model.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
+#include "simulator/schedule.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+namespace internal {
+
+inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+// An op's remaining work is counted in 1/kWorkScale ns at its profiled
+// speed; at full speed it progresses kWorkScale units per ns.
+inline constexpr int64_t kWorkScale = int64_t{1} << 16;
+
+// The progress rate, in kWorkScale units per ns, of an op with `flops` and
+// `traffic` bytes on `hardware` while copies move `copy_bytes_per_second`
+// through HBM: the roofline time max(F / matmul, M / HBM) over
+// max(F / matmul, M / (HBM - copies)), rounded down (at least 1). kWorkScale
+// when the op has no traffic figure or nothing is copied. Requires
+// copy_bytes_per_second < hardware.hbm_bytes_per_second.
+int64_t ContendedRate(int64_t flops, int64_t traffic, const Hardware& hardware,
+                      int64_t copy_bytes_per_second);
+
+class Replay {
+ public:
+  // `variable`: rates may change at events (node physics); SetRates must
+  // then be called after every TryStart and FinishDue.
+  Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
+         const Schedule& schedule, const SimulationOptions& options,
+         bool variable);
+
+  // The whole iteration alone at constant rates (variable == false).
+  SimulationResult Run();
+
+  // Stepping (the loop: TryStart, SetRates, NextEvent, AdvanceTo,
+  // FinishDue, again), in local time.
+  void TryStart() {
+    TryStartCompute();
+    TryStartD2H();
+    TryStartH2D();
+  }
+  bool done() const { return step_ == s_.num_steps || !result_.feasible; }
+  int64_t now() const { return now_; }
+  // The earliest local time something running ends or changes phase;
+  // kNever when nothing runs.
+  int64_t NextEvent() const;
+  // Moves the clock to `t` (>= now, <= NextEvent), progressing the work.
+  void AdvanceTo(int64_t t);
+  // Ends what ends at now.
+  void FinishDue();
+  // Nothing runs and steps remain: records why (the replay is then done).
+  void ReportInfeasible();
+  // Whether each copy stream is moving bytes (past its latency) now.
+  bool d2h_moving() const { return d2h_.busy && d2h_.moving; }
+  bool h2d_moving() const { return h2d_.busy && h2d_.moving; }
+  // Rates for the moving copies (bytes/s, > 0) and, with contention, the
+  // compute stream's rate that follows from them; recomputes end times.
+  void SetRates(int64_t d2h_bytes_per_second, int64_t h2d_bytes_per_second);
+  // The result; call once, when done.
+  SimulationResult Finish();
+
+ private:
+  // A copy stream's transfer in flight.
+  struct Copy {
+    bool busy = false;
+    int32_t tensor = -1;
+    int64_t start = 0;
+    int64_t end = kNever;
+    size_t event = 0;  // its timeline entry
+    // Variable rates: the latency runs to latency_end; then `work` (bytes
+    // times 1e9) drains at `rate` bytes/s from `since`.
+    bool moving = false;
+    int64_t latency_end = 0;
+    absl::int128 work = 0;
+    int64_t rate = 0;
+    int64_t since = 0;
+  };
+
+  bool StepIsRebuild() const { return k_ < s_.rebuilds.begin[op_ + 1]; }
+  void ComputeBarriers();
+  void TryStartCompute();
+  void TryStartD2H();
+  void TryStartH2D();
+  void StartCopy(Copy& copy, int32_t tensor, int64_t link_bytes_per_second,
+                 TimelineKind kind);
+  // Time a transfer took beyond what it takes alone on its own link.
+  void EndCopy(Copy& copy, int64_t link_bytes_per_second);
+  void FinishCompute();
+  void FinishD2H();
+  void FinishH2D();
+  void Allocate(int64_t bytes) {
+    resident_ += bytes;
+    result_.peak_resident_bytes =
+        std::max(result_.peak_resident_bytes, resident_);
+  }
+  // The allocator's part of a step (tensor -1: operator op_'s outputs and
+  // workspace) or of a rebuild or prefetch of `tensor`: false when it cannot
+  // serve the requests within a reserved budget (then nothing is taken).
+  // Called only with an allocator model.
+  bool AllocateModelled(int32_t tensor);
+  void Release(int32_t tensor) {
+    resident_ -= trace_.tensors[tensor].size_bytes;
+    if (modelled_ && allocation_[tensor] >= 0) {
+      allocator_.Free(allocation_[tensor]);
+      allocation_[tensor] = -1;
+    }
+  }
+  // Records an event starting now; returns its index (for its end).
+  size_t Record(TimelineKind kind, int32_t index, int64_t end) {
+    if (!options_.record_timeline) return 0;
+    result_.timeline.push_back({kind, index, now_, end, resident_});
+    return result_.timeline.size() - 1;
+  }
+  void RecordEnd(size_t event) {
+    if (options_.record_timeline) result_.timeline[event].end_ns = now_;
+  }
+  // The compute stream waited for `cause` from stage_since_ to now_.
+  void RecordStall(WaitCause cause) {
+    if (options_.record_timeline && now_ > stage_since_) {
+      result_.timeline.push_back(
+          {TimelineKind::kStall, op_, stage_since_, now_, resident_, cause});
+    }
+  }
+  // "R of B resident", or under a reserved budget what the allocator holds.
+  std::string Held() const;
+
+  const Trace& trace_;
+  const Hardware& hw_;
+  const Plan& plan_;
+  const Schedule& s_;
+  const SimulationOptions& options_;
+  const bool variable_;
+  SimulationResult result_;
+
+  // Barrier requirements per step (empty without barriers).
+  std::vector<int32_t> barrier_offloads_;
+  std::vector<int32_t> barrier_prefetches_;
+
+  int64_t now_ = 0;
+  int64_t resident_ = 0;
+  int32_t ops_done_ = 0;
+
+  // Compute stream: the next step is rebuild k_ (if StepIsRebuild()) or op_.
+  int32_t step_ = 0;
+  int32_t op_ = 0;
+  int32_t k_ = 0;
+  bool compute_busy_ = false;
+  int64_t compute_start_ = 0;
+  int64_t compute_end_ = kNever;
+  size_t compute_event_ = 0;
+  int64_t compute_alloc_ = 0;  // bytes the waiting step must allocate
+  // Variable rates: the running step's remaining work (kWorkScale units per
+  // ns of profiled time), its rate, and since when.
+  absl::int128 compute_work_ = 0;
+  int64_t compute_rate_ = kWorkScale;
+  int64_t compute_since_ = 0;
+  // 0: waiting for a barrier, 1: for inputs, 2: for memory.
+  int stage_ = 0;
+  int64_t stage_since_ = 0;
+  bool compute_waits_for_memory_ = false;
+
+  // D2H stream.
+  Copy d2h_;
+  size_t next_offload_ = 0;
+  int32_t offloads_done_ = 0;
+  int64_t last_offload_end_ = -1;
+
+  // H2D stream.
+  Copy h2d_;
+  size_t next_prefetch_ = 0;
+  int32_t prefetches_done_ = 0;
+
+  std::vector<uint8_t> offloaded_;
+  std::vector<uint8_t> forward_done_;
+
+  // Allocator model (options_.allocator != kNone).
+  const bool modelled_;
+  const bool reserved_budget_;
+  CachingAllocatorModel allocator_;
+  std::vector<int32_t> allocation_;  // per tensor: its live copy's, or -1
+  int32_t workspace_allocation_ = -1;
+  std::vector<int64_t> requests_;
+  std::vector<int32_t*> slots_;
+  std::vector<int32_t> granted_;
+};
+
+}  // namespace internal
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_SIMULATOR_REPLAY_H_

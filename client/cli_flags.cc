@@ -41,6 +41,20 @@ ABSL_FLAG(std::string, allocator, "none",
           "plan, simulate, compare, frontier: model PyTorch's CUDA caching "
           "allocator and report its peak reserved bytes: none, caching "
           "(native segments) or expandable (expandable_segments:True)");
+ABSL_FLAG(int32_t, gpus_per_link, 0,
+          "plan, simulate, compare, frontier: GPUs behind one host uplink, "
+          "their ranks running the plan in lockstep (0: the hardware's; a "
+          "DGX A100 has 2 per PCIe switch)");
+ABSL_FLAG(double, uplink_gbps, 0,
+          "plan, simulate, compare, frontier: the uplink's rate per "
+          "direction, GB/s, shared by the transfers moving at each instant "
+          "(0: the hardware's)");
+ABSL_FLAG(bool, hbm_contention, false,
+          "plan, simulate, compare, frontier: copies take HBM bandwidth from "
+          "memory-bound operators");
+ABSL_FLAG(int64_t, rank_skew_ns, 0,
+          "plan, simulate, compare, frontier: rank r of --gpus_per_link "
+          "starts r times this after rank 0");
 ABSL_FLAG(bool, budget_reserved, false,
           "plan, simulate, compare, frontier: the budget bounds the "
           "allocator's reserved bytes (needs --allocator)");

@@ -120,8 +120,17 @@ absl::StatusOr<Inputs> LoadInputs(Backend& backend, int& exit_code) {
     if (!preset.ok()) return fail(preset.status(), kUsageExit);
     in.hardware_proto = HardwareToProto(*preset);
   }
+  // The node around the GPU, when the flags give it.
+  if (absl::GetFlag(FLAGS_gpus_per_link) != 0)
+    in.hardware_proto.set_gpus_per_uplink(absl::GetFlag(FLAGS_gpus_per_link));
+  const double uplink_gbps = absl::GetFlag(FLAGS_uplink_gbps);
+  if (uplink_gbps != 0) {
+    const auto bytes = static_cast<int64_t>(uplink_gbps * 1e9);
+    in.hardware_proto.set_uplink_d2h_bytes_per_second(bytes);
+    in.hardware_proto.set_uplink_h2d_bytes_per_second(bytes);
+  }
   absl::StatusOr<Hardware> converted = HardwareFromProto(in.hardware_proto);
-  if (!converted.ok()) return fail(converted.status(), kFailureExit);
+  if (!converted.ok()) return fail(converted.status(), kUsageExit);
   in.hardware = *converted;
   absl::StatusOr<v1::Budget> budget = ParseBudget(absl::GetFlag(FLAGS_budget));
   if (!budget.ok()) return fail(budget.status(), kUsageExit);
@@ -184,6 +193,8 @@ absl::StatusOr<v1::Physics> PhysicsFromFlags() {
         "--allocator must be none, caching or expandable");
   }
   physics.set_budget_reserved(absl::GetFlag(FLAGS_budget_reserved));
+  physics.set_hbm_contention(absl::GetFlag(FLAGS_hbm_contention));
+  physics.set_rank_skew_ns(absl::GetFlag(FLAGS_rank_skew_ns));
   if (physics.budget_reserved() && allocator == "none") {
     return absl::InvalidArgumentError(
         "--budget_reserved needs --allocator caching or expandable");

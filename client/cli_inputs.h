@@ -47,7 +47,8 @@ absl::StatusOr<Inputs> LoadInputs(Backend& backend, int& exit_code);
 
 // The planner options and the Plan request the flags describe.
 absl::StatusOr<v1::PlannerOptions> PlannerOptionsFromFlags();
-// --allocator and --budget_reserved.
+// --allocator, --budget_reserved, --hbm_contention and --rank_skew_ns (the
+// uplink flags go into the hardware).
 absl::StatusOr<v1::Physics> PhysicsFromFlags();
 absl::StatusOr<v1::PlanRequest> PlanRequestFromFlags(const Inputs& in);
 

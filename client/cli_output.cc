@@ -82,6 +82,12 @@ void PrintMetrics(const Inputs& in, const std::string& policy,
       Gigabytes(m.swapped_bytes()), Gigabytes(m.recomputed_bytes()),
       Gigabytes(m.peak_resident_bytes()), Millis(m.d2h_busy_ns()),
       Millis(m.h2d_busy_ns()), OffloadLag(m));
+  if (m.contention_ns() > 0 || m.uplink_wait_ns() > 0 || m.rank() > 0) {
+    std::cout << absl::StrFormat(
+        "node         HBM contention %s; transfers %s longer on the shared "
+        "uplink; rank %d reported\n",
+        Millis(m.contention_ns()), Millis(m.uplink_wait_ns()), m.rank());
+  }
   if (m.peak_reserved_bytes() > 0) {
     std::cout << absl::StrFormat(
         "allocator    peak reserved %s (%s held unused at that peak)\n",

@@ -33,11 +33,18 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
                                              int64_t budget_bytes,
                                              const PlannerOptions& options) {
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware));
   StopPoll stop(options.should_stop, 16);
+  // On a shared uplink the passes budget the link each rank gets while all
+  // copy at once (exact for ranks in lockstep); the replays apply the node
+  // physics as they are. The bound may use the share only when no skew
+  // lets a rank find the uplink to itself.
+  const Hardware link = LockstepShare(hardware);
   PlanningResult result;
   result.per_layer_barriers = options.per_layer_barriers;
-  result.lower_bound = ComputeLowerBound(trace, hardware, budget_bytes,
-                                         options.linear_program_bound);
+  result.lower_bound = ComputeLowerBound(
+      trace, hardware.rank_skew_ns == 0 ? link : hardware, budget_bytes,
+      options.linear_program_bound);
   SimulationOptions sim;
   sim.budget_bytes = budget_bytes;
   sim.per_layer_barriers = options.per_layer_barriers;
@@ -65,19 +72,19 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   std::vector<int64_t> lead_ns(trace.tensors.size(), 0);
   std::vector<uint8_t> issue_at_need(trace.tensors.size(), 0);
   const std::vector<int32_t> swaps =
-      SelectSwaps(trace, hardware, timeline, budget_bytes, options);
+      SelectSwaps(trace, link, timeline, budget_bytes, options);
   result.stats.swaps_admitted = static_cast<int32_t>(swaps.size());
   for (int32_t t : swaps)
     draft.SetSwap(t, trace.tensors[t].last_forward_use,
                   trace.first_backward_op());
-  PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
+  PlaceSwaps(trace, link, timeline, run_start, options.per_layer_barriers,
              lead_ns, issue_at_need, draft);
 
   if (stop.StopNow()) return PlanningStopped();
   RecomputePass recompute(trace, draft, &stop);
   recompute.Run(budget_bytes, result.stats);
   if (stop.stopped()) return PlanningStopped();
-  PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
+  PlaceSwaps(trace, link, timeline, run_start, options.per_layer_barriers,
              lead_ns, issue_at_need, draft);
 
   // Validation and repair.
@@ -138,7 +145,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
     result.stats.repairs += changes;
     recompute.Run(budget_bytes, result.stats);
     if (stop.stopped()) return PlanningStopped();
-    PlaceSwaps(trace, hardware, timeline, run_start, options.per_layer_barriers,
+    PlaceSwaps(trace, link, timeline, run_start, options.per_layer_barriers,
                lead_ns, issue_at_need, draft);
   }
   result.stats.draft_lifetime_updates = draft.lifetime_updates();

@@ -38,26 +38,30 @@ struct Inputs {
 
   const Trace* decoded = nullptr;
   Trace owned;
-  Hardware hardware;
+  Hardware hardware;  // with the request's node switches
+  MemoryModel memory;
 };
 
 absl::Status Convert(const v1::Trace& trace, const Trace* decoded,
-                     const v1::Hardware& hardware, Inputs& in) {
+                     const v1::Hardware& hardware, const v1::Physics& physics,
+                     Inputs& in) {
   if (decoded != nullptr) {
     in.decoded = decoded;
   } else {
     SLACKSWAP_ASSIGN_OR_RETURN(in.owned, TraceFromProto(trace));
   }
   SLACKSWAP_ASSIGN_OR_RETURN(in.hardware, HardwareFromProto(hardware));
-  return CheckTimeRange(in.trace(), in.hardware);
+  SLACKSWAP_ASSIGN_OR_RETURN(in.memory, PhysicsFromProto(physics, in.hardware));
+  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(in.trace(), in.hardware));
+  return CheckPhysics(in.trace(), in.hardware);
 }
 
 absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
-                                          const v1::Physics& physics,
+                                          const MemoryModel& memory,
                                           const StopFunction& should_stop) {
   PolicyOptions options;
   SLACKSWAP_ASSIGN_OR_RETURN(options.slackswap, PlannerOptionsFromProto(proto));
-  SLACKSWAP_ASSIGN_OR_RETURN(options.memory, MemoryModelFromProto(physics));
+  options.memory = memory;
   options.should_stop = should_stop;
   return options;
 }
@@ -217,13 +221,13 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
     const v1::PlanRequest& request, const StopFunction& should_stop,
     const Trace* decoded_trace) const {
   Inputs in;
-  SLACKSWAP_RETURN_IF_ERROR(
-      Convert(request.trace(), decoded_trace, request.hardware(), in));
+  SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
+                                    request.hardware(), request.physics(), in));
   SLACKSWAP_ASSIGN_OR_RETURN(int64_t budget,
                              ResolveBudget(in.trace(), request.budget()));
   SLACKSWAP_ASSIGN_OR_RETURN(
       PolicyOptions options,
-      OptionsFrom(request.options(), request.physics(), should_stop));
+      OptionsFrom(request.options(), in.memory, should_stop));
   Policy policy = Policy::kSlackSwap;
   if (request.policy() != v1::POLICY_UNSPECIFIED) {
     SLACKSWAP_ASSIGN_OR_RETURN(policy,
@@ -257,18 +261,16 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
 absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
     const v1::SimulateRequest& request, const Trace* decoded_trace) const {
   Inputs in;
-  SLACKSWAP_RETURN_IF_ERROR(
-      Convert(request.trace(), decoded_trace, request.hardware(), in));
+  SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
+                                    request.hardware(), request.physics(), in));
   SLACKSWAP_ASSIGN_OR_RETURN(int64_t budget,
                              ResolveBudget(in.trace(), request.budget()));
-  SLACKSWAP_ASSIGN_OR_RETURN(MemoryModel memory,
-                             MemoryModelFromProto(request.physics()));
   SLACKSWAP_ASSIGN_OR_RETURN(slackswap::Plan plan,
                              PlanFromProto(in.trace(), request.plan()));
   SLACKSWAP_RETURN_IF_ERROR(
       CheckCost(in.trace(), {Policy::kIdeal}, 1, PolicyOptions(), "trace"));
   SimulationOptions options =
-      AllocatorReplayOptions(budget, memory, request.per_layer_barriers());
+      AllocatorReplayOptions(budget, in.memory, request.per_layer_barriers());
   options.record_timeline = request.include_timeline();
   SLACKSWAP_ASSIGN_OR_RETURN(
       SimulationResult result,
@@ -286,8 +288,8 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
     const v1::CompareRequest& request, const StopFunction& should_stop,
     const Trace* decoded_trace) const {
   Inputs in;
-  SLACKSWAP_RETURN_IF_ERROR(
-      Convert(request.trace(), decoded_trace, request.hardware(), in));
+  SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
+                                    request.hardware(), request.physics(), in));
   FieldViolations v;
   if (request.budgets_size() == 0 || request.budgets_size() > kMaxBudgets) {
     v.Add("budgets", absl::StrCat("must hold 1 to ", kMaxBudgets, " budgets"));
@@ -321,7 +323,7 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
   }
   SLACKSWAP_ASSIGN_OR_RETURN(
       PolicyOptions options,
-      OptionsFrom(request.options(), request.physics(), should_stop));
+      OptionsFrom(request.options(), in.memory, should_stop));
   if (request.has_genetic_search_evaluations()) {
     options.genetic_search.max_evaluations =
         request.genetic_search_evaluations();
@@ -372,8 +374,8 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
     const v1::FrontierRequest& request, const StopFunction& should_stop,
     const Trace* decoded_trace) const {
   Inputs in;
-  SLACKSWAP_RETURN_IF_ERROR(
-      Convert(request.trace(), decoded_trace, request.hardware(), in));
+  SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
+                                    request.hardware(), request.physics(), in));
   FieldViolations v;
   if (request.budget_fractions_size() > kMaxFrontierPoints) {
     v.Add("budget_fractions",
@@ -392,7 +394,7 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
   SLACKSWAP_ASSIGN_OR_RETURN(
       PolicyOptions options,
-      OptionsFrom(request.options(), request.physics(), should_stop));
+      OptionsFrom(request.options(), in.memory, should_stop));
   // The curve shows no bounds: the linear program would only cost time.
   options.slackswap.linear_program_bound = false;
 

@@ -219,6 +219,9 @@ v1::Metrics MetricsToProto(const SimulationResult& r) {
   m.set_last_offload_lag_ns(r.last_offload_lag_ns);
   m.set_peak_reserved_bytes(r.peak_reserved_bytes);
   m.set_fragmentation_bytes(r.fragmentation_bytes);
+  m.set_contention_ns(r.contention_ns);
+  m.set_uplink_wait_ns(r.uplink_wait_ns);
+  m.set_rank(r.rank);
   return m;
 }
 
@@ -252,7 +255,13 @@ v1::Timeline TimelineToProto(const SimulationResult& r) {
   return timeline;
 }
 
-absl::StatusOr<MemoryModel> MemoryModelFromProto(const v1::Physics& proto) {
+absl::StatusOr<MemoryModel> PhysicsFromProto(const v1::Physics& proto,
+                                             Hardware& hardware) {
+  if (proto.rank_skew_ns() < 0 || proto.rank_skew_ns() > (int64_t{1} << 40)) {
+    return InvalidField("physics.rank_skew_ns", "must be in [0, 2^40] ns");
+  }
+  hardware.hbm_contention = proto.hbm_contention();
+  hardware.rank_skew_ns = proto.rank_skew_ns();
   MemoryModel memory;
   switch (proto.allocator()) {
     case v1::ALLOCATOR_MODEL_UNSPECIFIED:

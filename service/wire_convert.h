@@ -58,9 +58,11 @@ v1::Timeline TimelineToProto(const SimulationResult& result);
 absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
     const v1::PlannerOptions& proto);
 
-// Validates and converts the allocator part of the physics; field paths
-// start with "physics".
-absl::StatusOr<MemoryModel> MemoryModelFromProto(const v1::Physics& proto);
+// Validates and converts the physics: sets the node switches of `hardware`
+// (contention, skew) and returns the allocator model. Field paths start with
+// "physics".
+absl::StatusOr<MemoryModel> PhysicsFromProto(const v1::Physics& proto,
+                                             Hardware& hardware);
 v1::AllocatorModel AllocatorToProto(AllocatorKind kind);
 
 // The report for a planning result (plan with its schedule, replay metrics,

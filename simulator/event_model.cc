@@ -36,17 +36,11 @@ absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware) {
       field, "too small for this trace: the iteration could exceed 2^62 ns");
 }
 
-bool UsesNodePhysics(const Hardware& hardware,
-                     const SimulationOptions& options) {
-  return options.hbm_contention || hardware.SharesUplink();
-}
-
-absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
-                          const SimulationOptions& options) {
-  if (options.rank_skew_ns < 0 || options.rank_skew_ns > (int64_t{1} << 40)) {
+absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware) {
+  if (hardware.rank_skew_ns < 0 || hardware.rank_skew_ns > (int64_t{1} << 40)) {
     return InvalidField("physics.rank_skew_ns", "must be in [0, 2^40] ns");
   }
-  if (options.hbm_contention) {
+  if (hardware.hbm_contention) {
     if (hardware.matmul_flops_per_second <= 0) {
       return InvalidField("hardware.matmul_flops_per_second",
                           "must be > 0 for HBM contention");
@@ -60,7 +54,7 @@ absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
                           "for HBM contention");
     }
   }
-  if (!UsesNodePhysics(hardware, options)) return absl::OkStatus();
+  if (!hardware.UsesNodePhysics()) return absl::OkStatus();
   // The slowest case: every op at half speed (plus a ns of rounding), every
   // transfer at a 64th of the narrower uplink, every rank skewed.
   absl::int128 total = absl::int128(trace.ideal_ns) * 2 + trace.num_ops();
@@ -75,7 +69,7 @@ absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
   total += absl::int128(trace.total_tensor_bytes) * 2 * 1'000'000'000 / slowest;
   total += absl::int128(hardware.transfer_latency_ns + 1) * 2 *
            static_cast<absl::int128>(trace.tensors.size());
-  total += absl::int128(options.rank_skew_ns) * 64;
+  total += absl::int128(hardware.rank_skew_ns) * 64;
   if (total < kMaxSimulatedNs) return absl::OkStatus();
   return InvalidField("hardware.uplink_d2h_bytes_per_second",
                       "too small for this trace with a shared uplink: the "
@@ -87,7 +81,7 @@ absl::StatusOr<SimulationResult> Simulate(const Trace& trace,
                                           const Plan& plan,
                                           const SimulationOptions& options) {
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware, options));
+  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware));
   SLACKSWAP_RETURN_IF_ERROR(
       ValidatePlan(trace, hardware, plan, options.per_layer_barriers));
   const Schedule schedule = DeriveSchedule(trace, plan);
@@ -97,7 +91,7 @@ absl::StatusOr<SimulationResult> Simulate(const Trace& trace,
 SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
                                   const Plan& plan, const Schedule& schedule,
                                   const SimulationOptions& options) {
-  if (UsesNodePhysics(hardware, options)) {
+  if (hardware.UsesNodePhysics()) {
     return internal::SimulateRanks(trace, hardware, plan, schedule, options);
   }
   return internal::Replay(trace, hardware, plan, schedule, options,

@@ -52,14 +52,6 @@ struct SimulationOptions {
   // allocations and frees, in the order the replay makes them, for the peak
   // reserved bytes. kNone: not modelled (the result's reserved fields are 0).
   AllocatorKind allocator = AllocatorKind::kNone;
-  // HBM contention (docs/event-model.md, "Node physics"): while copies move
-  // bytes, an op with a memory-traffic figure runs at the speed its roofline
-  // gives with the HBM bandwidth they leave. Needs the hardware's matmul and
-  // HBM rates (CheckPhysics).
-  bool hbm_contention = false;
-  // With hardware.gpus_per_uplink ranks: rank r starts r * rank_skew_ns
-  // after rank 0 (0: all together).
-  int64_t rank_skew_ns = 0;
   // With an allocator: budget_bytes bounds the allocator's reserved bytes
   // instead of the resident bytes. A step or prefetch whose allocations the
   // allocator cannot serve within it (after releasing its cached memory)
@@ -144,18 +136,13 @@ struct SimulationResult {
 // below 2^62 ns. Simulate calls it; planners may call it once up front.
 absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware);
 
-// Rejects (INVALID_ARGUMENT naming the field) node physics the model cannot
+// Rejects (INVALID_ARGUMENT naming the field) node physics (the hardware's
+// uplink and switches, hardware.h) the model cannot
 // replay: HBM contention without matmul and HBM rates, or with an HBM rate
 // under twice the link's two directions; a skew outside [0, 2^40] ns; and,
 // with any of them, times that could leave int64 when the uplink is shared
 // by 64 transfers and every op runs at half speed. Simulate calls it.
-absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
-                          const SimulationOptions& options);
-
-// Whether the options and hardware need the node model (rates that change
-// at events): a shared or capped uplink, or HBM contention.
-bool UsesNodePhysics(const Hardware& hardware,
-                     const SimulationOptions& options);
+absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware);
 
 // Replays `plan`. The plan must satisfy ValidatePlan (this function checks it
 // and returns its error otherwise). An infeasible plan is a result

@@ -1,5 +1,7 @@
 #include "simulator/hardware.h"
 
+#include <algorithm>
+
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -51,6 +53,22 @@ absl::StatusOr<Hardware> HardwarePreset(absl::string_view name) {
   return absl::NotFoundError(
       absl::StrCat("unknown hardware preset; valid: ",
                    absl::StrJoin(HardwarePresetNames(), ", ")));
+}
+
+Hardware LockstepShare(const Hardware& hardware) {
+  Hardware share = hardware;
+  const int64_t ranks = std::max(hardware.gpus_per_uplink, 1);
+  if (hardware.uplink_d2h_bytes_per_second > 0) {
+    share.d2h_bytes_per_second = std::min(
+        hardware.d2h_bytes_per_second,
+        std::max<int64_t>(hardware.uplink_d2h_bytes_per_second / ranks, 1));
+  }
+  if (hardware.uplink_h2d_bytes_per_second > 0) {
+    share.h2d_bytes_per_second = std::min(
+        hardware.h2d_bytes_per_second,
+        std::max<int64_t>(hardware.uplink_h2d_bytes_per_second / ranks, 1));
+  }
+  return share;
 }
 
 int64_t TransferNs(int64_t size_bytes, int64_t bytes_per_second,

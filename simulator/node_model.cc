@@ -83,14 +83,14 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
   std::vector<Member> members;
   // Ranks that start together stay identical: one replay stands for all.
   const int32_t ranks = std::max(hardware.gpus_per_uplink, 1);
-  const bool together = options.rank_skew_ns == 0;
+  const bool together = hardware.rank_skew_ns == 0;
   for (int32_t r = 0; r < (together ? 1 : ranks); ++r) {
     Member m;
     m.replay = std::make_unique<Replay>(trace, hardware, plan, schedule,
                                         options, /*variable=*/true);
     m.hardware = &hardware;
     m.multiplicity = together ? ranks : 1;
-    m.origin = together ? 0 : options.rank_skew_ns * r;
+    m.origin = together ? 0 : hardware.rank_skew_ns * r;
     members.push_back(std::move(m));
   }
   std::vector<SimulationResult> results(members.size());

@@ -336,7 +336,7 @@ void Replay::SetRates(int64_t d2h_bytes_per_second,
   }
   if (!compute_busy_) return;
   compute_rate_ = kWorkScale;
-  if (options_.hbm_contention && !StepIsRebuild()) {
+  if (hw_.hbm_contention && !StepIsRebuild()) {
     const Op& op = trace_.ops[op_];
     compute_rate_ =
         ContendedRate(op.flops, op.memory_traffic_bytes, hw_, copying);

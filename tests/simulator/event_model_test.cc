@@ -427,8 +427,8 @@ Trace SharedLinkTrace(int64_t backward_ns) {
   return t.Build();
 }
 
-SimulationResult ReplayOnNode(const Trace& trace, const Hardware& hw,
-                              SimulationOptions options = {}) {
+SimulationResult ReplayOnNode(const Trace& trace, const Hardware& hw) {
+  SimulationOptions options;
   options.record_timeline = true;
   absl::StatusOr<SimulationResult> r =
       Simulate(trace, hw, PlanOf("s", 2), options);
@@ -473,14 +473,13 @@ TEST(EventModelTest, SkewedRanksShareOnlyWhileTheirCopiesOverlap) {
   hw.gpus_per_uplink = 2;
   hw.uplink_d2h_bytes_per_second = 1'000'000'000;
   hw.uplink_h2d_bytes_per_second = 1'000'000'000;
-  SimulationOptions options;
   // Rank 1 starts 50 ns later. Rank 0's offload moves 50 bytes alone
   // (10..60), then both move at half a byte/ns: rank 0's ends at 160, rank
   // 1's moves its last 50 bytes alone, ending at 210 (160 in its own time).
   // The prefetches (510 and 560) overlap the same way: rank 0's ends at
   // 660, and op 3, ready at 560, waits 100 ns.
-  options.rank_skew_ns = 50;
-  SimulationResult r = ReplayOnNode(SharedLinkTrace(50), hw, options);
+  hw.rank_skew_ns = 50;
+  SimulationResult r = ReplayOnNode(SharedLinkTrace(50), hw);
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(r.iteration_ns, 670);
   EXPECT_EQ(r.prefetch_wait_ns, 100);
@@ -490,8 +489,8 @@ TEST(EventModelTest, SkewedRanksShareOnlyWhileTheirCopiesOverlap) {
   ASSERT_EQ(offload.size(), 1u);
   EXPECT_EQ(offload[0].end_ns, 160);
   // 150 ns apart the copies never overlap: each rank runs as if alone.
-  options.rank_skew_ns = 150;
-  r = ReplayOnNode(SharedLinkTrace(50), hw, options);
+  hw.rank_skew_ns = 150;
+  r = ReplayOnNode(SharedLinkTrace(50), hw);
   EXPECT_EQ(r.iteration_ns, 620);
   EXPECT_EQ(r.uplink_wait_ns, 0);
 }
@@ -504,13 +503,13 @@ TEST(EventModelTest, CopiesSlowMemoryBoundOpsBeneathThem) {
   t.proto.mutable_operators(1)->set_memory_traffic_bytes(2000);
   Hardware hw = ByteNanosecondLink();
   hw.hbm_bytes_per_second = 4'000'000'000;
-  SimulationOptions options;
-  options.hbm_contention = true;
+  Hardware contended = hw;
+  contended.hbm_contention = true;
   // The offload (10..110) takes 1 byte/ns of the 4: op 1 runs at 3/4 speed
   // for 100 ns (75 ns of its work), then at full speed for 425: it ends at
   // 535, not 510. Op 2 has no traffic figure: the prefetch beneath it costs
   // nothing.
-  const SimulationResult r = ReplayOnNode(t.Build(), hw, options);
+  const SimulationResult r = ReplayOnNode(t.Build(), contended);
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(r.contention_ns, 25);
   EXPECT_EQ(r.iteration_ns, 1045);
@@ -524,26 +523,25 @@ TEST(EventModelTest, CopiesSlowMemoryBoundOpsBeneathThem) {
   // slowed: 7e5 FLOPs at 1e12 FLOP/s take 700 ns of roofline time, above
   // the 2000 bytes at 3 bytes/ns (667 ns). At 5e5 FLOPs (500 ns) it is.
   t.proto.mutable_operators(1)->set_flops(700'000);
-  EXPECT_EQ(ReplayOnNode(t.Build(), hw, options).iteration_ns, 1020);
+  EXPECT_EQ(ReplayOnNode(t.Build(), contended).iteration_ns, 1020);
   t.proto.mutable_operators(1)->set_flops(500'000);
-  EXPECT_EQ(ReplayOnNode(t.Build(), hw, options).iteration_ns, 1045);
+  EXPECT_EQ(ReplayOnNode(t.Build(), contended).iteration_ns, 1045);
 }
 
 TEST(EventModelTest, PhysicsTheModelCannotReplayIsRejectedByField) {
   const Trace trace = SharedLinkTrace(50);
   Hardware hw = ByteNanosecondLink();
   hw.hbm_bytes_per_second = 3'000'000'000;  // under twice the two links
-  SimulationOptions options;
-  options.hbm_contention = true;
+  hw.hbm_contention = true;
   absl::StatusOr<SimulationResult> r =
-      Simulate(trace, hw, PlanOf("s", 2), options);
+      Simulate(trace, hw, PlanOf("s", 2), SimulationOptions());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(
       absl::StrContains(r.status().message(), "hardware.hbm_bytes_per_second"))
       << r.status();
-  options.hbm_contention = false;
-  options.rank_skew_ns = -1;
-  r = Simulate(trace, hw, PlanOf("s", 2), options);
+  hw.hbm_contention = false;
+  hw.rank_skew_ns = -1;
+  r = Simulate(trace, hw, PlanOf("s", 2), SimulationOptions());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::StrContains(r.status().message(), "physics.rank_skew_ns"))
       << r.status();

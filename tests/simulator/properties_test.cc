@@ -211,12 +211,11 @@ TEST(EventModelPropertyTest, NodePhysicsIsExactAndAccountsForEveryNs) {
       shared.gpus_per_uplink = 2 + trial % 3;
       shared.uplink_d2h_bytes_per_second = w.hardware.d2h_bytes_per_second;
       shared.uplink_h2d_bytes_per_second = w.hardware.h2d_bytes_per_second;
-      SimulationOptions physics = options;
-      physics.rank_skew_ns = (trial % 2) * 1'000'000;
-      physics.hbm_contention =
+      shared.rank_skew_ns = (trial % 2) * 1'000'000;
+      shared.hbm_contention =
           shared.hbm_bytes_per_second >=
           2 * (shared.d2h_bytes_per_second + shared.h2d_bytes_per_second);
-      const SimulationResult r = *Simulate(w.trace, shared, plan, physics);
+      const SimulationResult r = *Simulate(w.trace, shared, plan, options);
       EXPECT_LE(r.peak_resident_bytes, options.budget_bytes);
       EXPECT_GE(r.contention_ns, 0);
       EXPECT_GE(r.uplink_wait_ns, 0);

@@ -42,9 +42,9 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   const Hardware link = LockstepShare(hardware);
   PlanningResult result;
   result.per_layer_barriers = options.per_layer_barriers;
-  result.lower_bound = ComputeLowerBound(
-      trace, hardware.rank_skew_ns == 0 ? link : hardware, budget_bytes,
-      options.linear_program_bound);
+  result.lower_bound =
+      ComputeLowerBound(trace, hardware.rank_skew_ns == 0 ? link : hardware,
+                        budget_bytes, options.linear_program_bound);
   SimulationOptions sim;
   sim.budget_bytes = budget_bytes;
   sim.per_layer_barriers = options.per_layer_barriers;

@@ -114,4 +114,52 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
 }
 
 }  // namespace internal
+
+std::vector<NodeJobSteps> SimulateNode(const std::vector<NodeJob>& jobs,
+                                       const Hardware& node, int steps) {
+  using internal::Member;
+  using internal::Replay;
+  std::vector<NodeJobSteps> out(jobs.size());
+  std::vector<Member> members;
+  auto fresh = [&](size_t j) {
+    return std::make_unique<Replay>(*jobs[j].trace, node, *jobs[j].plan,
+                                    *jobs[j].schedule, jobs[j].options,
+                                    /*variable=*/true);
+  };
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    Member m;
+    m.replay = fresh(j);
+    m.hardware = &node;
+    m.multiplicity = std::max(jobs[j].gpus, 1);
+    members.push_back(std::move(m));
+  }
+  auto counted = [&](size_t j) {
+    return !out[j].feasible ||
+           static_cast<int>(out[j].step_ns.size()) >= steps;
+  };
+  internal::RunShared(
+      members, node, [&](size_t j, int64_t now, SimulationResult r) {
+        NodeJobSteps& job = out[j];
+        if (!counted(j)) {
+          job.feasible = r.feasible;
+          if (r.feasible) job.step_ns.push_back(r.iteration_ns);
+          job.last = std::move(r);
+        }
+        bool all = true;
+        for (size_t k = 0; k < jobs.size(); ++k) all &= counted(k);
+        if (all || !job.feasible) return;
+        members[j].replay = fresh(j);
+        members[j].origin = now;
+        members[j].finished = false;
+      });
+  for (NodeJobSteps& job : out) {
+    const size_t n = job.step_ns.size();
+    if (n == 0) continue;
+    int64_t sum = 0;
+    for (size_t i = n > 1 ? 1 : 0; i < n; ++i) sum += job.step_ns[i];
+    job.mean_step_ns = sum / static_cast<int64_t>(n > 1 ? n - 1 : 1);
+  }
+  return out;
+}
+
 }  // namespace slackswap

@@ -49,6 +49,34 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
                                const SimulationOptions& options);
 
 }  // namespace internal
+
+// A job placed on a node: `gpus` ranks running `plan` in lockstep, step after
+// step. The pointers must outlive SimulateNode.
+struct NodeJob {
+  const Trace* trace = nullptr;
+  const Plan* plan = nullptr;
+  const Schedule* schedule = nullptr;  // DeriveSchedule(*trace, *plan)
+  SimulationOptions options;           // budget, barriers, allocator
+  int32_t gpus = 1;
+};
+
+struct NodeJobSteps {
+  bool feasible = true;  // false: a step was infeasible (the steps stop)
+  std::vector<int64_t> step_ns;  // each step's time, in order
+  // The mean over the steps after the first (the first, alone, when only
+  // one ran): the steady state.
+  int64_t mean_step_ns = 0;
+  SimulationResult last;  // the last step's replay
+};
+
+// Replays the jobs together on `node` (every GPU's links and latency, HBM
+// and switches, and the uplink they all share), each job repeating its step
+// until every job has run `steps` of them (jobs that get there first keep
+// running, so the others see their traffic; their extra steps are not
+// counted). O(jobs x steps x replay), with at most 64 GPUs in all.
+std::vector<NodeJobSteps> SimulateNode(const std::vector<NodeJob>& jobs,
+                                       const Hardware& node, int steps);
+
 }  // namespace slackswap
 
 #endif  // SLACKSWAP_SIMULATOR_NODE_MODEL_H_

@@ -33,6 +33,10 @@ class Local : public Backend {
       const v1::GenerateTraceRequest& r) override {
     return core_.GenerateTrace(r);
   }
+  absl::StatusOr<v1::PlanNodeResponse> PlanNode(
+      const v1::PlanNodeRequest& r) override {
+    return Timed(core_.PlanNode(r, Stop()));
+  }
 
  private:
   StopFunction Stop() {
@@ -89,6 +93,13 @@ class Remote : public Backend {
     return Call<v1::GenerateTraceResponse>(
         [&](grpc::ClientContext* c, v1::GenerateTraceResponse* out) {
           return stub_->GenerateTrace(c, r, out);
+        });
+  }
+  absl::StatusOr<v1::PlanNodeResponse> PlanNode(
+      const v1::PlanNodeRequest& r) override {
+    return Call<v1::PlanNodeResponse>(
+        [&](grpc::ClientContext* c, v1::PlanNodeResponse* out) {
+          return stub_->PlanNode(c, r, out);
         });
   }
 

@@ -28,6 +28,8 @@ class Backend {
       const v1::FrontierRequest& request) = 0;
   virtual absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
       const v1::GenerateTraceRequest& request) = 0;
+  virtual absl::StatusOr<v1::PlanNodeResponse> PlanNode(
+      const v1::PlanNodeRequest& request) = 0;
 };
 
 struct ConnectionOptions {

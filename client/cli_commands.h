@@ -17,6 +17,7 @@ int SimulateCommand(Backend& backend);
 int PlanCommand(Backend& backend);
 int CompareCommand(Backend& backend);
 int FrontierCommand(Backend& backend);
+int NodeCommand(Backend& backend);
 int BenchServer(Backend& backend);
 int Presets();
 int Report();

@@ -55,6 +55,9 @@ ABSL_FLAG(bool, hbm_contention, false,
 ABSL_FLAG(int64_t, rank_skew_ns, 0,
           "plan, simulate, compare, frontier: rank r of --gpus_per_link "
           "starts r times this after rank 0");
+ABSL_FLAG(std::string, jobs, "gpt2-xl:2:0.5,llama-7b:2:0.3",
+          "node: the jobs, PRESET_OR_TRACE_FILE[:GPUS[:BUDGET]] each, "
+          "comma-separated");
 ABSL_FLAG(bool, budget_reserved, false,
           "plan, simulate, compare, frontier: the budget bounds the "
           "allocator's reserved bytes (needs --allocator)");

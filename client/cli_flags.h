@@ -29,6 +29,7 @@ ABSL_DECLARE_FLAG(bool, barriers);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(std::string, allocator);
 ABSL_DECLARE_FLAG(bool, budget_reserved);
+ABSL_DECLARE_FLAG(std::string, jobs);
 ABSL_DECLARE_FLAG(int32_t, gpus_per_link);
 ABSL_DECLARE_FLAG(double, uplink_gbps);
 ABSL_DECLARE_FLAG(bool, hbm_contention);

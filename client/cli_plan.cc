@@ -16,6 +16,7 @@
 #include "service/trace_convert.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
+#include "simulator/hardware.h"
 
 namespace slackswap {
 
@@ -208,6 +209,115 @@ int FrontierCommand(Backend& backend) {
                                    100 * request.target_throughput_ratio());
     }
   }
+  return 0;
+}
+
+int NodeCommand(Backend& backend) {
+  v1::PlanNodeRequest request;
+  // The node's hardware, as for the other commands (a preset or a file,
+  // with --uplink_gbps).
+  const std::string hardware = absl::GetFlag(FLAGS_hardware);
+  if (LooksLikePath(hardware)) {
+    absl::Status read = ReadMessageFile(hardware, request.mutable_hardware());
+    if (!read.ok()) return ExitFor(read, kFailureExit);
+  } else {
+    absl::StatusOr<Hardware> preset = HardwarePreset(hardware);
+    if (!preset.ok()) return ExitFor(preset.status(), kUsageExit);
+    *request.mutable_hardware() = HardwareToProto(*preset);
+  }
+  const double uplink_gbps = absl::GetFlag(FLAGS_uplink_gbps);
+  if (uplink_gbps != 0) {
+    const auto bytes = static_cast<int64_t>(uplink_gbps * 1e9);
+    request.mutable_hardware()->set_uplink_d2h_bytes_per_second(bytes);
+    request.mutable_hardware()->set_uplink_h2d_bytes_per_second(bytes);
+  }
+  for (absl::string_view text :
+       absl::StrSplit(absl::GetFlag(FLAGS_jobs), ',')) {
+    std::vector<std::string> parts = absl::StrSplit(text, ':');
+    v1::NodeJob* job = request.add_jobs();
+    job->set_name(parts[0]);
+    int32_t gpus = 1;
+    if (parts.size() > 1 && !absl::SimpleAtoi(parts[1], &gpus)) {
+      return ExitFor(absl::InvalidArgumentError(absl::StrCat(
+                         "--jobs: '", text, "': GPUS must be a number")),
+                     kUsageExit);
+    }
+    job->set_gpus(gpus);
+    absl::StatusOr<v1::Budget> budget =
+        ParseBudget(parts.size() > 2 ? parts[2] : "0.5");
+    if (!budget.ok()) return ExitFor(budget.status(), kUsageExit);
+    *job->mutable_budget() = *budget;
+    if (parts.size() > 3) {
+      return ExitFor(absl::InvalidArgumentError(absl::StrCat(
+                         "--jobs: '", text,
+                         "' is not PRESET_OR_TRACE_FILE[:GPUS[:BUDGET]]")),
+                     kUsageExit);
+    }
+    if (LooksLikePath(parts[0])) {
+      absl::Status read = ReadMessageFile(parts[0], job->mutable_trace());
+      if (!read.ok()) return ExitFor(read, kFailureExit);
+      continue;
+    }
+    v1::GenerateTraceRequest generate;
+    generate.set_workload_preset(parts[0]);
+    generate.set_hardware_preset(LooksLikePath(hardware) ? "a100" : hardware);
+    absl::StatusOr<v1::GenerateTraceResponse> generated =
+        backend.GenerateTrace(generate);
+    if (!generated.ok()) return ExitFor(generated.status(), kUsageExit);
+    *job->mutable_trace() = std::move(*generated->mutable_trace());
+  }
+  absl::StatusOr<v1::PlannerOptions> options = PlannerOptionsFromFlags();
+  if (!options.ok()) return ExitFor(options.status(), kUsageExit);
+  *request.mutable_options() = *options;
+  absl::StatusOr<v1::Physics> physics = PhysicsFromFlags();
+  if (!physics.ok()) return ExitFor(physics.status(), kUsageExit);
+  *request.mutable_physics() = *physics;
+  absl::StatusOr<v1::PlanNodeResponse> response = backend.PlanNode(request);
+  if (!response.ok()) {
+    const int code =
+        response.status().code() == absl::StatusCode::kInvalidArgument
+            ? kUsageExit
+            : kFailureExit;
+    return ExitFor(response.status(), code);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    v1::PlanNodeResponse printed = *response;
+    printed.clear_planning_time_ns();
+    for (v1::NodeJobReport& job : *printed.mutable_jobs())
+      job.mutable_report()->clear_plan();
+    std::cout << ToJson(printed) << "\n";
+    return 0;
+  }
+  const v1::Hardware& hw = request.hardware();
+  std::cout << absl::StrFormat(
+      "node         %s: links D2H %s/s, H2D %s/s; uplink %s\n", hw.name(),
+      Gigabytes(hw.d2h_bytes_per_second()),
+      Gigabytes(hw.h2d_bytes_per_second()),
+      hw.uplink_d2h_bytes_per_second() > 0
+          ? absl::StrCat(Gigabytes(hw.uplink_d2h_bytes_per_second()),
+                         "/s per direction")
+          : std::string("uncapped"));
+  std::cout << absl::StrFormat("%-16s %5s %8s %8s %12s %12s %9s %9s\n", "job",
+                               "GPUs", "budget", "uplink", "alone", "beside",
+                               "slowdown", "causes");
+  for (int i = 0; i < response->jobs_size(); ++i) {
+    const v1::NodeJobReport& j = response->jobs(i);
+    const v1::NodeJob& asked = request.jobs(i);
+    if (j.outcome() != v1::PLAN_OUTCOME_PLANNED) {
+      std::cout << absl::StrFormat("%-16s %5d  infeasible: %s\n", j.name(),
+                                   std::max(asked.gpus(), 1), j.reason());
+      continue;
+    }
+    std::cout << absl::StrFormat(
+        "%-16s %5d %8s %7.0f%% %12s %12s %8.3fx %+8.1f%%\n",
+        j.name().substr(0, 16), std::max(asked.gpus(), 1),
+        Gigabytes(j.report().metrics().budget_bytes()), 100 * j.uplink_share(),
+        Millis(j.alone_step_ns()), Millis(j.shared_step_ns()), j.slowdown(),
+        100 * j.slowdown_caused());
+  }
+  std::cout << absl::StrFormat(
+      "planned %d share split(s) in %.1f ms\n", response->candidates(),
+      static_cast<double>(response->planning_time_ns()) / 1e6);
   return 0;
 }
 

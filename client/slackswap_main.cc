@@ -52,6 +52,12 @@ Usage:
   slackswap frontier [--trace FILE | --preset P ...] [--hardware H] [--target R]
                      [--fractions F,F,...] [--json]
       Throughput against budget, and the smallest budget that reaches a target.
+  slackswap node --jobs JOB,JOB,... [--hardware H] [--uplink_gbps G]
+                 [--hbm_contention] [--allocator A] [--json]
+      Plans jobs that share one node's host uplink together, where JOB is
+      PRESET_OR_TRACE_FILE[:GPUS[:BUDGET]] (GPUS 1, BUDGET 0.5 by default):
+      each job's plan and step alone and beside the others, and the slowdown
+      each causes the others.
   slackswap bench-server (--server ADDRESS [--server_pid PID]
                           | --local [--planning_threads N])
                          [--concurrency N] [--duration D] [--warmup D]
@@ -104,6 +110,7 @@ int main(int argc, char** argv) {
   }
   if (command == "compare") run = slackswap::CompareCommand;
   if (command == "frontier") run = slackswap::FrontierCommand;
+  if (command == "node") run = slackswap::NodeCommand;
   if (command == "bench-server") run = slackswap::BenchServer;
   if (run == nullptr) {
     std::cerr << "slackswap: unknown command '" << command.substr(0, 40)

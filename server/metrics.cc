@@ -26,6 +26,8 @@ const char* PlanCallName(PlanCall call) {
       return "Compare";
     case PlanCall::kFrontier:
       return "Frontier";
+    case PlanCall::kNode:
+      return "PlanNode";
   }
   return "";
 }
@@ -48,6 +50,8 @@ const char* MethodName(Method method) {
       return "Compare";
     case Method::kFrontier:
       return "Frontier";
+    case Method::kPlanNode:
+      return "PlanNode";
     case Method::kGenerateTrace:
       return "GenerateTrace";
   }

@@ -54,7 +54,14 @@
 namespace slackswap {
 
 // The RPCs, as metric labels; kGenerateTrace stays last.
-enum class Method { kPlan, kSimulate, kCompare, kFrontier, kGenerateTrace };
+enum class Method {
+  kPlan,
+  kSimulate,
+  kCompare,
+  kFrontier,
+  kPlanNode,
+  kGenerateTrace
+};
 inline constexpr int kNumMethods = static_cast<int>(Method::kGenerateTrace) + 1;
 // The canonical status codes, 0 (OK) to UNAUTHENTICATED, the largest.
 inline constexpr int kNumCodes =

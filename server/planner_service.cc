@@ -327,6 +327,15 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Frontier(
              const Trace* trace) { return core_.Frontier(r, stop, trace); });
 }
 
+grpc::ServerUnaryReactor* PlannerServiceImpl::PlanNode(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return Serve<v1::PlanNodeRequest>(
+      Method::kPlanNode, context, request, response,
+      [this](const v1::PlanNodeRequest& r, const StopFunction& stop,
+             const Trace*) { return core_.PlanNode(r, stop); });
+}
+
 grpc::ServerUnaryReactor* PlannerServiceImpl::GenerateTrace(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {

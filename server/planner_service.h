@@ -40,7 +40,8 @@ using RawPlannerService = v1::PlannerService::WithRawCallbackMethod_Plan<
         v1::PlannerService::WithRawCallbackMethod_Compare<
             v1::PlannerService::WithRawCallbackMethod_Frontier<
                 v1::PlannerService::WithRawCallbackMethod_GenerateTrace<
-                    v1::PlannerService::Service>>>>>;
+                    v1::PlannerService::WithRawCallbackMethod_PlanNode<
+                        v1::PlannerService::Service>>>>>>;
 
 class PlannerServiceImpl final : public RawPlannerService {
  public:
@@ -76,6 +77,9 @@ class PlannerServiceImpl final : public RawPlannerService {
   grpc::ServerUnaryReactor* GenerateTrace(grpc::CallbackServerContext* context,
                                           const grpc::ByteBuffer* request,
                                           grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* PlanNode(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
   // Calls admitted and not yet finished (running or waiting to run).
   int inflight() const { return inflight_.load(); }

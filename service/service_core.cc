@@ -14,6 +14,7 @@
 #include "planner/allocator_budget.h"
 #include "planner/frontier.h"
 #include "planner/lower_bound.h"
+#include "planner/node_planner.h"
 #include "service/trace_convert.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
@@ -436,6 +437,111 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
     *response.mutable_smallest_budget() =
         FrontierPointToProto(frontier.smallest_budget, peak);
   }
+  return response;
+}
+
+absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
+    const v1::PlanNodeRequest& request, const StopFunction& should_stop) const {
+  FieldViolations v;
+  if (request.jobs_size() == 0 || request.jobs_size() > kMaxNodeJobs) {
+    v.Add("jobs", absl::StrCat("must hold 1 to ", kMaxNodeJobs, " jobs"));
+  }
+  if (request.steps() != 0 && (request.steps() < 2 || request.steps() > 32)) {
+    v.Add("steps", "must be in [2, 32] (0: 4)");
+  }
+  int64_t gpus = 0;
+  for (int i = 0; i < request.jobs_size(); ++i) {
+    const int32_t g = request.jobs(i).gpus();
+    if (g < 0 || g > kMaxNodeGpus) {
+      v.Add(absl::StrCat("jobs[", i, "].gpus"),
+            absl::StrCat("must be in [1, ", kMaxNodeGpus, "] (0: 1)"));
+    }
+    gpus += std::max(g, 1);
+    if (request.jobs(i).name().size() > 256)
+      v.Add(absl::StrCat("jobs[", i, "].name"), "longer than 256 bytes");
+  }
+  if (gpus > kMaxNodeGpus) {
+    v.Add("jobs", absl::StrCat("the jobs' GPUs sum to ", gpus, ", above ",
+                               kMaxNodeGpus));
+  }
+  if (request.physics().rank_skew_ns() != 0)
+    v.Add("physics.rank_skew_ns", "not used on a node: must be 0");
+  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  SLACKSWAP_ASSIGN_OR_RETURN(Hardware node,
+                             HardwareFromProto(request.hardware()));
+  SLACKSWAP_ASSIGN_OR_RETURN(MemoryModel memory,
+                             PhysicsFromProto(request.physics(), node));
+  node.gpus_per_uplink = static_cast<int32_t>(gpus);
+  SLACKSWAP_ASSIGN_OR_RETURN(
+      PolicyOptions options,
+      OptionsFrom(request.options(), memory, should_stop));
+  options.slackswap.linear_program_bound = false;
+  std::vector<Trace> traces(request.jobs_size());
+  std::vector<NodePlanJob> jobs;
+  for (int i = 0; i < request.jobs_size(); ++i) {
+    const v1::NodeJob& job = request.jobs(i);
+    const std::string at = absl::StrCat("jobs[", i, "]");
+    absl::StatusOr<Trace> trace = TraceFromProto(job.trace());
+    if (!trace.ok()) {
+      return RenameField(trace.status(), "trace", absl::StrCat(at, ".trace"));
+    }
+    traces[i] = *std::move(trace);
+    absl::Status checked = CheckTimeRange(traces[i], node);
+    if (checked.ok()) checked = CheckPhysics(traces[i], node);
+    if (!checked.ok()) return checked;
+    absl::StatusOr<int64_t> budget = ResolveBudget(traces[i], job.budget());
+    if (!budget.ok()) {
+      return RenameField(budget.status(), "budget",
+                         absl::StrCat(at, ".budget"));
+    }
+    NodePlanJob planned;
+    planned.trace = &traces[i];
+    planned.budget_bytes = *budget;
+    planned.gpus = std::max(job.gpus(), 1);
+    if (job.policy() != v1::POLICY_UNSPECIFIED) {
+      SLACKSWAP_ASSIGN_OR_RETURN(
+          planned.policy,
+          PolicyFromProto(job.policy(), absl::StrCat(at, ".policy")));
+      if (planned.policy == Policy::kGeneticSearch ||
+          planned.policy == Policy::kOptimum) {
+        return InvalidField(absl::StrCat(at, ".policy"),
+                            "the genetic search and the exact optimum are "
+                            "not planned for a node");
+      }
+    }
+    // Each job: its plans for the shares tried, and replays beside the
+    // others.
+    SLACKSWAP_RETURN_IF_ERROR(CheckCost(
+        traces[i], {planned.policy}, 2 + request.jobs_size(), options, "jobs"));
+    jobs.push_back(planned);
+  }
+  if (should_stop && should_stop()) return Stopped();
+  const absl::Time start = absl::Now();
+  const int steps = request.steps() == 0 ? 4 : request.steps();
+  SLACKSWAP_ASSIGN_OR_RETURN(NodePlan plan,
+                             slackswap::PlanNode(jobs, node, options, steps));
+  if (should_stop && should_stop()) return Stopped();
+  v1::PlanNodeResponse response;
+  response.set_candidates(plan.candidates);
+  for (size_t j = 0; j < plan.jobs.size(); ++j) {
+    const NodePlanJobResult& r = plan.jobs[j];
+    if (observer_ != nullptr) {
+      observer_->Planned(PlanCall::kNode, jobs[j].policy, r.planned,
+                         absl::Now() - start);
+    }
+    v1::NodeJobReport* out = response.add_jobs();
+    out->set_name(request.jobs(static_cast<int>(j)).name());
+    *out->mutable_report() = PlanningReportToProto(traces[j], r.planned);
+    out->set_uplink_share(r.uplink_share);
+    out->set_alone_step_ns(r.alone_step_ns);
+    out->set_shared_step_ns(r.shared_step_ns);
+    out->set_slowdown(r.slowdown);
+    out->set_slowdown_caused(r.slowdown_caused);
+    out->set_outcome(r.feasible ? v1::PLAN_OUTCOME_PLANNED
+                                : v1::PLAN_OUTCOME_INFEASIBLE);
+    out->set_reason(r.reason);
+  }
+  response.set_planning_time_ns(absl::ToInt64Nanoseconds(absl::Now() - start));
   return response;
 }
 

@@ -33,8 +33,8 @@ namespace slackswap {
 // The call a plan was made for: a Plan call's answer, or one entry of a
 // comparison or one point of a frontier (what-ifs, which must not skew the
 // quality of the plans that clients apply).
-enum class PlanCall { kPlan, kCompare, kFrontier };
-inline constexpr int kNumPlanCalls = static_cast<int>(PlanCall::kFrontier) + 1;
+enum class PlanCall { kPlan, kCompare, kFrontier, kNode };
+inline constexpr int kNumPlanCalls = static_cast<int>(PlanCall::kNode) + 1;
 
 // Told about every plan the service makes (for metrics).
 class PlanObserver {
@@ -95,6 +95,9 @@ class ServiceCore {
       const Trace* decoded_trace = nullptr) const;
   absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
       const v1::GenerateTraceRequest& request) const;
+  absl::StatusOr<v1::PlanNodeResponse> PlanNode(
+      const v1::PlanNodeRequest& request,
+      const StopFunction& should_stop) const;
 
  private:
   // RESOURCE_EXHAUSTED when `runs_per_policy` runs of each policy would pass

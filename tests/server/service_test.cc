@@ -213,6 +213,71 @@ TEST_F(ServiceTest, BadPhysicsIsNamedByField) {
   EXPECT_EQ(FieldViolationsOf(unknown)[0].field, "physics.allocator");
 }
 
+TEST_F(ServiceTest, PlanNodePlansJobsTogetherAndNamesBadFields) {
+  v1::PlanNodeRequest request;
+  const v1::PlanRequest small = PlanRequest(0.5);
+  *request.mutable_hardware() = small.hardware();
+  request.mutable_hardware()->set_uplink_d2h_bytes_per_second(
+      small.hardware().d2h_bytes_per_second());
+  request.mutable_hardware()->set_uplink_h2d_bytes_per_second(
+      small.hardware().h2d_bytes_per_second());
+  for (int i = 0; i < 2; ++i) {
+    v1::NodeJob* job = request.add_jobs();
+    job->set_name(i == 0 ? "a" : "b");
+    *job->mutable_trace() = small.trace();
+    job->mutable_budget()->set_fraction_of_peak(0.5 + 0.2 * i);
+    job->set_gpus(2);
+  }
+  v1::PlanNodeResponse response;
+  grpc::ClientContext c1;
+  ASSERT_TRUE(stub_->PlanNode(&c1, request, &response).ok());
+  ASSERT_EQ(response.jobs_size(), 2);
+  for (const v1::NodeJobReport& job : response.jobs()) {
+    EXPECT_EQ(job.outcome(), v1::PLAN_OUTCOME_PLANNED) << job.reason();
+    EXPECT_GE(job.shared_step_ns(), job.report().metrics().ideal_ns());
+    EXPECT_GT(job.uplink_share(), 0);
+    EXPECT_GT(job.report().plan().tensors_size(), 0);
+  }
+  EXPECT_EQ(response.jobs(1).name(), "b");
+  // Deterministic but for the planning time.
+  v1::PlanNodeResponse again;
+  grpc::ClientContext c2;
+  ASSERT_TRUE(stub_->PlanNode(&c2, request, &again).ok());
+  again.set_planning_time_ns(response.planning_time_ns());
+  EXPECT_EQ(again.SerializeAsString(), response.SerializeAsString());
+
+  // Bad fields are named.
+  auto first_field = [&](const v1::PlanNodeRequest& bad) {
+    v1::PlanNodeResponse out;
+    grpc::ClientContext c;
+    const grpc::Status status = stub_->PlanNode(&c, bad, &out);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    const std::vector<FieldViolation> v = FieldViolationsOf(status);
+    return v.empty() ? std::string() : v[0].field;
+  };
+  v1::PlanNodeRequest bad = request;
+  bad.mutable_jobs(1)->set_gpus(65);
+  EXPECT_EQ(first_field(bad), "jobs[1].gpus");
+  bad = request;
+  bad.mutable_jobs(0)->set_gpus(40);
+  bad.mutable_jobs(1)->set_gpus(40);
+  EXPECT_EQ(first_field(bad), "jobs");
+  bad = request;
+  bad.mutable_jobs(1)->mutable_trace()->mutable_tensors(0)->set_producer_op(-1);
+  EXPECT_EQ(first_field(bad), "jobs[1].trace.tensors[0].producer_op");
+  bad = request;
+  bad.mutable_jobs(0)->mutable_budget()->set_fraction_of_peak(-1);
+  EXPECT_EQ(first_field(bad), "jobs[0].budget.fraction_of_peak");
+  bad = request;
+  bad.set_steps(1);
+  EXPECT_EQ(first_field(bad), "steps");
+  bad = request;
+  bad.mutable_jobs(0)->set_policy(v1::POLICY_OPTIMUM);
+  EXPECT_EQ(first_field(bad), "jobs[0].policy");
+  bad.clear_jobs();
+  EXPECT_EQ(first_field(bad), "jobs");
+}
+
 struct RawReply {
   grpc::Status status;
   v1::PlanResponse response;

@@ -134,24 +134,24 @@ std::vector<NodeJobSteps> SimulateNode(const std::vector<NodeJob>& jobs,
     members.push_back(std::move(m));
   }
   auto counted = [&](size_t j) {
-    return !out[j].feasible ||
-           static_cast<int>(out[j].step_ns.size()) >= steps;
+    return !out[j].feasible || static_cast<int>(out[j].step_ns.size()) >= steps;
   };
-  internal::RunShared(
-      members, node, [&](size_t j, int64_t now, SimulationResult r) {
-        NodeJobSteps& job = out[j];
-        if (!counted(j)) {
-          job.feasible = r.feasible;
-          if (r.feasible) job.step_ns.push_back(r.iteration_ns);
-          job.last = std::move(r);
-        }
-        bool all = true;
-        for (size_t k = 0; k < jobs.size(); ++k) all &= counted(k);
-        if (all || !job.feasible) return;
-        members[j].replay = fresh(j);
-        members[j].origin = now;
-        members[j].finished = false;
-      });
+  internal::RunShared(members, node,
+                      [&](size_t j, int64_t now, SimulationResult r) {
+                        NodeJobSteps& job = out[j];
+                        if (!counted(j)) {
+                          job.feasible = r.feasible;
+                          if (r.feasible) job.step_ns.push_back(r.iteration_ns);
+                          job.last = std::move(r);
+                        }
+                        bool all = true;
+                        for (size_t k = 0; k < jobs.size(); ++k)
+                          all &= counted(k);
+                        if (all || !job.feasible) return;
+                        members[j].replay = fresh(j);
+                        members[j].origin = now;
+                        members[j].finished = false;
+                      });
   for (NodeJobSteps& job : out) {
     const size_t n = job.step_ns.size();
     if (n == 0) continue;

@@ -128,6 +128,26 @@ Beyond the paper (issue 17): PyTorch's CUDA caching allocator, modelled over eac
 |---|---|---|---|---|---|---|---|---|---|---|---|
 )md";
 
+// Section 12 and its table header.
+inline constexpr char kUplinkIntro[] =
+    R"md(## 12. GPUs that share one host uplink
+
+Beyond the paper (issue 17): G GPUs behind one PCIe 4.0 uplink of 25 GB/s per direction (a DGX A100 has 2 per switch), each rank of the job running the same plan in lockstep, replayed in the shared-uplink model (docs/event-model.md, "Shared uplink"), on the A100 preset. Three plans for each: (a) the single-GPU plan, unaware of the sharing; (b) a plan for the link divided by 1 + log2 G (the derate some frameworks apply); (c) SlackSwap planning against the shared uplink. % of ideal throughput, all three replayed in the same shared model.
+
+| Model | Budget | GPUs per uplink | (a) single-GPU plan | (b) derated link | (c) planned for the shared uplink |
+|---|---|---|---|---|---|
+)md";
+
+// Section 13 and its table header.
+inline constexpr char kContentionIntro[] =
+    R"md(## 13. Copies that slow memory-bound kernels
+
+Beyond the paper (issue 17): with HBM contention on, an operator with a memory-traffic figure runs, while copies move bytes, at the speed of its roofline with the HBM bandwidth they leave (docs/event-model.md, "HBM contention"). The GH200 (NVLink-C2C, 300/345 GB/s against 4 TB/s of HBM) and the H100 PCIe 5 presets: the plan made without contention, replayed with it off and on, and the plan made with it, replayed with it on. Iteration times in ms; "slowed" is the time operators ran beyond their profiled durations.
+
+| Model | GPU | Budget | Plan without: contention off | on | slowed | Plan with contention: on | slowed |
+|---|---|---|---|---|---|---|---|
+)md";
+
 // The closing section.
 inline constexpr char kWhyTheBaselines[] =
     R"md(## Why the baselines land where they do

@@ -109,12 +109,15 @@ std::string ChromeTraceJson(const v1::Trace& trace,
       args = absl::StrCat(R"("index":)", e.index(), R"(,"bytes":)",
                           tensor_bytes(e.index()));
     }
-    absl::StrAppend(&out, R"({"ph":"X","pid":)", pid, R"(,"tid":)", tid,
-                    R"(,"cat":")", category, "\",\"name\":", JsonQuote(name),
-                    ",\"ts\":", Micros(e.start_ns()),
-                    ",\"dur\":", Micros(e.end_ns() - e.start_ns()),
-                    R"(,"args":{)", args, R"(,"resident_bytes":)",
-                    e.resident_bytes(), "}},\n");
+    absl::StrAppend(
+        &out, R"({"ph":"X","pid":)", pid, R"(,"tid":)", tid, R"(,"cat":")",
+        category, "\",\"name\":", JsonQuote(name),
+        ",\"ts\":", Micros(e.start_ns()),
+        ",\"dur\":", Micros(e.end_ns() - e.start_ns()), R"(,"args":{)", args,
+        R"(,"resident_bytes":)", e.resident_bytes(),
+        e.slowed_ns() > 0 ? absl::StrCat(R"(,"slowed_ns":)", e.slowed_ns())
+                          : "",
+        "}},\n");
     absl::StrAppend(&out, R"({"ph":"C","pid":)", pid,
                     R"(,"name":"resident_bytes","ts":)", Micros(e.start_ns()),
                     R"(,"args":{"bytes":)", e.resident_bytes(), "}},\n");

@@ -18,6 +18,14 @@ prometheus::Histogram::BucketBoundaries Bytes() {
   return bounds;
 }
 
+// Device memory: 256 MiB to 256 GiB.
+prometheus::Histogram::BucketBoundaries DeviceBytes() {
+  prometheus::Histogram::BucketBoundaries bounds;
+  for (double b = double{1 << 28}; b <= 256.0 * (1 << 30); b *= 2)
+    bounds.push_back(b);
+  return bounds;
+}
+
 const char* PlanCallName(PlanCall call) {
   switch (call) {
     case PlanCall::kPlan:
@@ -165,6 +173,30 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
               "Predicted recompute time per iteration of each feasible plan a "
               "Plan call returned.")
           .Register(registry);
+  auto& uplink_wait =
+      prometheus::BuildHistogram()
+          .Name("slackswap_plan_uplink_wait_seconds")
+          .Help(
+              "Predicted time per iteration that the transfers of each "
+              "feasible plan a Plan call returned took beyond their own "
+              "link's time, sharing the host uplink (0 without).")
+          .Register(registry);
+  auto& contention =
+      prometheus::BuildHistogram()
+          .Name("slackswap_plan_contention_seconds")
+          .Help(
+              "Predicted time per iteration that operators of each feasible "
+              "plan a Plan call returned ran beyond their profiled durations, "
+              "slowed by copies taking HBM bandwidth (0 without contention).")
+          .Register(registry);
+  auto& reserved =
+      prometheus::BuildHistogram()
+          .Name("slackswap_plan_reserved_bytes")
+          .Help(
+              "Predicted peak bytes the CUDA caching allocator reserves for "
+              "each feasible plan a Plan call with an allocator model "
+              "returned.")
+          .Register(registry);
   auto& planning = prometheus::BuildHistogram()
                        .Name("slackswap_planning_seconds")
                        .Help("Time to make the plan of one Plan call.")
@@ -209,6 +241,9 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
                                                 0.97, 0.98, 0.99, 0.995, 1.0});
     m.stall = &stall.Add({{"policy", policy}}, Seconds());
     m.recompute = &recompute.Add({{"policy", policy}}, Seconds());
+    m.uplink_wait = &uplink_wait.Add({{"policy", policy}}, Seconds());
+    m.contention = &contention.Add({{"policy", policy}}, Seconds());
+    m.reserved = &reserved.Add({{"policy", policy}}, DeviceBytes());
     m.planning = &planning.Add({{"policy", policy}}, Seconds());
     m.repairs = &repairs.Add(
         {{"policy", policy}},
@@ -270,6 +305,11 @@ void ServerMetrics::Planned(PlanCall call, Policy policy,
   m.throughput->Observe(r.throughput_ratio);
   m.stall->Observe(static_cast<double>(r.stall_ns()) / 1e9);
   m.recompute->Observe(static_cast<double>(r.recompute_ns) / 1e9);
+  m.uplink_wait->Observe(static_cast<double>(r.uplink_wait_ns) / 1e9);
+  m.contention->Observe(static_cast<double>(r.contention_ns) / 1e9);
+  if (r.peak_reserved_bytes > 0) {
+    m.reserved->Observe(static_cast<double>(r.peak_reserved_bytes));
+  }
   m.gap->Observe(result.GapToLowerBound());
   m.swapped->Increment(static_cast<double>(r.swapped_bytes));
   m.recomputed->Increment(static_cast<double>(r.recomputed_bytes));

@@ -25,6 +25,10 @@
 //   slackswap_plan_throughput_ratio{policy}               histogram
 //   slackswap_plan_stall_seconds{policy}                  histogram
 //   slackswap_plan_recompute_seconds{policy}              histogram
+//   slackswap_plan_uplink_wait_seconds{policy}            histogram
+//   slackswap_plan_contention_seconds{policy}             histogram
+//   slackswap_plan_reserved_bytes{policy}                 histogram (with an
+//                                                         allocator model)
 //   slackswap_planning_seconds{policy}                    histogram
 //   slackswap_plan_repair_iterations{policy}              histogram
 //   slackswap_plan_lower_bound_gap_ratio{policy}          histogram
@@ -102,6 +106,9 @@ class ServerMetrics : public PlanObserver {
     prometheus::Histogram* throughput = nullptr;
     prometheus::Histogram* stall = nullptr;
     prometheus::Histogram* recompute = nullptr;
+    prometheus::Histogram* uplink_wait = nullptr;
+    prometheus::Histogram* contention = nullptr;
+    prometheus::Histogram* reserved = nullptr;
     prometheus::Histogram* planning = nullptr;
     prometheus::Histogram* repairs = nullptr;
     prometheus::Histogram* gap = nullptr;

@@ -251,6 +251,7 @@ v1::Timeline TimelineToProto(const SimulationResult& r) {
     out->set_start_ns(e.start_ns);
     out->set_end_ns(e.end_ns);
     out->set_resident_bytes(e.resident_bytes);
+    out->set_slowed_ns(e.slowed_ns);
   }
   return timeline;
 }

@@ -87,6 +87,10 @@ struct TimelineEvent {
   int64_t end_ns;
   int64_t resident_bytes;  // just after the event started (a stall: ended)
   WaitCause cause = WaitCause::kNone;  // kStall only
+  // Node physics: an op's time beyond its profiled duration (HBM
+  // contention), a transfer's beyond its time alone on its link (the shared
+  // uplink); 0 otherwise.
+  int64_t slowed_ns = 0;
 };
 
 struct SimulationResult {

@@ -177,10 +177,12 @@ void Replay::TryStartCompute() {
 void Replay::FinishCompute() {
   compute_busy_ = false;
   compute_end_ = kNever;
-  RecordEnd(compute_event_);
   if (variable_ && !StepIsRebuild()) {
-    result_.contention_ns +=
-        now_ - compute_start_ - trace_.ops[op_].duration_ns;
+    const int64_t slowed = now_ - compute_start_ - trace_.ops[op_].duration_ns;
+    result_.contention_ns += slowed;
+    RecordEnd(compute_event_, slowed);
+  } else {
+    RecordEnd(compute_event_);
   }
   if (StepIsRebuild()) {
     ++k_;
@@ -230,13 +232,15 @@ void Replay::StartCopy(Copy& copy, int32_t tensor,
 }
 
 void Replay::EndCopy(Copy& copy, int64_t link_bytes_per_second) {
-  RecordEnd(copy.event);
+  int64_t slowed = 0;
   if (variable_) {
     const int64_t alone =
         TransferNs(trace_.tensors[copy.tensor].size_bytes,
                    link_bytes_per_second, hw_.transfer_latency_ns);
-    result_.uplink_wait_ns += now_ - copy.start - alone;
+    slowed = now_ - copy.start - alone;
+    result_.uplink_wait_ns += slowed;
   }
+  RecordEnd(copy.event, slowed);
   copy = Copy();
 }
 

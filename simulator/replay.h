@@ -134,8 +134,10 @@ class Replay {
     result_.timeline.push_back({kind, index, now_, end, resident_});
     return result_.timeline.size() - 1;
   }
-  void RecordEnd(size_t event) {
-    if (options_.record_timeline) result_.timeline[event].end_ns = now_;
+  void RecordEnd(size_t event, int64_t slowed_ns = 0) {
+    if (!options_.record_timeline) return;
+    result_.timeline[event].end_ns = now_;
+    result_.timeline[event].slowed_ns = slowed_ns;
   }
   // The compute stream waited for `cause` from stage_since_ to now_.
   void RecordStall(WaitCause cause) {

@@ -365,7 +365,7 @@ class ServerTest(unittest.TestCase):
 
     def test_timeline_export_from_the_cli_and_from_python_agree(self):
         import importlib.util
-        from slackswap.v1 import plan_pb2, service_pb2
+        from slackswap.v1 import plan_pb2, service_pb2, simulation_pb2
         repo = os.path.dirname(os.path.abspath(ARGS.proto_dir))
         spec = importlib.util.spec_from_file_location(
             "timeline", os.path.join(repo, "client", "python", "slackswap_client", "timeline.py"))
@@ -391,6 +391,32 @@ class ServerTest(unittest.TestCase):
         from_python = timeline.chrome_trace_json(self.generated.trace, response.timeline,
                                                  response.metrics, name)
         self.assertEqual(from_python, from_cli)
+        # With node physics the slowed slices carry slowed_ns, alike in both.
+        with tempfile.TemporaryDirectory() as work:
+            with open(os.path.join(work, "t.pb"), "wb") as f:
+                f.write(self.generated.trace.SerializeToString())
+            with open(os.path.join(work, "plan.pb"), "wb") as f:
+                f.write(plan.SerializeToString())
+            subprocess.run([ARGS.cli, "simulate", "--trace", os.path.join(work, "t.pb"),
+                            "--hardware", "a100", "--budget", "0.3", "--plan",
+                            os.path.join(work, "plan.pb"), "--gpus_per_link", "2",
+                            "--uplink_gbps", "25", "--hbm_contention", "--timeline",
+                            os.path.join(work, "node.json"), "--timeline_name", name],
+                           check=True, capture_output=True, timeout=60)
+            with open(os.path.join(work, "node.json")) as f:
+                node_cli = f.read()
+        hardware = type(self.generated.hardware)()
+        hardware.CopyFrom(self.generated.hardware)
+        hardware.gpus_per_uplink = 2
+        hardware.uplink_d2h_bytes_per_second = 25 * 10**9
+        hardware.uplink_h2d_bytes_per_second = 25 * 10**9
+        shared = self.stub.Simulate(service_pb2.SimulateRequest(
+            trace=self.generated.trace, hardware=hardware,
+            budget=plan_pb2.Budget(fraction_of_peak=0.3), plan=plan, include_timeline=True,
+            physics=simulation_pb2.Physics(hbm_contention=True)), timeout=30)
+        self.assertEqual(timeline.chrome_trace_json(self.generated.trace, shared.timeline,
+                                                    shared.metrics, name), node_cli)
+        self.assertIn('"slowed_ns":', node_cli)
         events = json.loads(from_cli)["traceEvents"]
         names = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
         self.assertEqual(names, {name})
@@ -442,6 +468,36 @@ class ServerTest(unittest.TestCase):
         self.assertIn("slackswap.v1.PlanRequest", error.exception.details())
         self.assertIsNone(self.server.proc.poll())
         self.stub.Plan(self.plan_request(0.6), timeout=30)
+
+    def test_node_physics_from_python_reach_the_plan_and_the_metrics(self):
+        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, simulation_pb2
+        request = self.plan_request(0.4)
+        request.hardware.gpus_per_uplink = 2
+        request.hardware.uplink_d2h_bytes_per_second = request.hardware.d2h_bytes_per_second
+        request.hardware.uplink_h2d_bytes_per_second = request.hardware.h2d_bytes_per_second
+        request.physics.allocator = simulation_pb2.ALLOCATOR_MODEL_CACHING
+        request.physics.hbm_contention = True
+        report = self.stub.Plan(request, timeout=30).report
+        self.assertEqual(report.outcome, planning_pb2.PLAN_OUTCOME_PLANNED, report.reason)
+        self.assertGreater(report.metrics.uplink_wait_ns, 0)
+        self.assertGreaterEqual(report.metrics.peak_reserved_bytes,
+                                report.metrics.peak_resident_bytes)
+        port = self.server.metrics_port
+        self.assertGreaterEqual(metric_value(port, "slackswap_plan_reserved_bytes_count",
+                                             {"policy": "slackswap"}), 1)
+        self.assertGreater(metric_value(port, "slackswap_plan_uplink_wait_seconds_sum",
+                                        {"policy": "slackswap"}), 0)
+        node = service_pb2.PlanNodeRequest(hardware=request.hardware)
+        for fraction in (0.4, 0.6):
+            node.jobs.add(name=f"job-{fraction}", trace=request.trace, gpus=2,
+                          budget=plan_pb2.Budget(fraction_of_peak=fraction))
+        answer = self.stub.PlanNode(node, timeout=60)
+        self.assertEqual([j.name for j in answer.jobs], ["job-0.4", "job-0.6"])
+        for job in answer.jobs:
+            self.assertEqual(job.outcome, planning_pb2.PLAN_OUTCOME_PLANNED, job.reason)
+            self.assertGreaterEqual(job.shared_step_ns, job.report.metrics.ideal_ns)
+        self.assertGreaterEqual(metric_value(port, "slackswap_plans_total",
+                                             {"grpc_method": "PlanNode"}), 2)
 
     def test_prometheus_scrapes_rpc_and_plan_quality_metrics(self):
         from slackswap.v1 import service_pb2

@@ -96,10 +96,11 @@ def chrome_trace_json(trace, timeline, metrics, process_name):
         if args is None:
             size = tensors[e.index].size_bytes if 0 <= e.index < len(tensors) else 0
             args = f'"index":{e.index},"bytes":{size}'
+        slowed = f',"slowed_ns":{e.slowed_ns}' if e.slowed_ns > 0 else ""
         out.append(f'{{"ph":"X","pid":{pid},"tid":{tid},"cat":"{category}","name":'
                    f'{_quote(name)},"ts":{_micros(e.start_ns)},'
                    f'"dur":{_micros(e.end_ns - e.start_ns)},"args":{{{args},'
-                   f'"resident_bytes":{e.resident_bytes}}}}},\n')
+                   f'"resident_bytes":{e.resident_bytes}{slowed}}}}},\n')
         out.append(f'{{"ph":"C","pid":{pid},"name":"resident_bytes","ts":'
                    f'{_micros(e.start_ns)},"args":{{"bytes":{e.resident_bytes}}}}},\n')
     if budgeted:

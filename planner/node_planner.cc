@@ -40,10 +40,14 @@ absl::StatusOr<NodePlan> PlanNode(const std::vector<NodePlanJob>& jobs,
   const size_t n = jobs.size();
   int32_t gpus = 0;
   for (const NodePlanJob& j : jobs) gpus += j.gpus;
+  // Every plan here, alone or shared, gets a quarter of the improvement
+  // step's budget: a node asks for up to three plans per job.
+  PolicyOptions node_options = options;
+  node_options.slackswap.polish_work /= kNodePolishDivisor;
   auto plan_for = [&](size_t j, double share) {
     return RunPolicyWithinBudget(jobs[j].policy, *jobs[j].trace,
                                  ShareOf(node, jobs[j].gpus, share),
-                                 jobs[j].budget_bytes, options);
+                                 jobs[j].budget_bytes, node_options);
   };
   // Each job alone on the node: its step, and its demand on the uplink.
   NodePlan out;

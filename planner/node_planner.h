@@ -11,7 +11,8 @@
 // GPUs' even split and a split by each job's demand alone (its swapped bytes
 // per ns of step, times its GPUs). SimulateNode replays every candidate set
 // of plans together; the set with the least GPU-weighted mean of
-// step / ideal wins (ties: the even split).
+// step / ideal wins (ties: the even split). Every plan of a node runs the
+// improvement step with a quarter of its usual budget (kNodePolishDivisor).
 #ifndef SLACKSWAP_PLANNER_NODE_PLANNER_H_
 #define SLACKSWAP_PLANNER_NODE_PLANNER_H_
 
@@ -55,6 +56,9 @@ struct NodePlan {
 };
 
 inline constexpr int kMaxNodeJobs = 8;
+// Node plans run the improvement step (polish.h) with this fraction of
+// PlannerOptions::polish_work.
+inline constexpr int kNodePolishDivisor = 4;
 inline constexpr int kMaxNodeGpus = 64;
 
 // `jobs` (1 to kMaxNodeJobs, GPUs 1 to kMaxNodeGpus in all) on `node`;

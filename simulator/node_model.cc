@@ -20,32 +20,37 @@ void RunShared(
     std::vector<Member>& members, const Hardware& node,
     absl::FunctionRef<void(size_t, int64_t, SimulationResult)> finished) {
   int64_t now = 0;
-  auto running = [&](const Member& m) {
-    return !m.finished && m.origin <= now;
-  };
+  // Members whose state changed at `now` (an event of theirs, or a start):
+  // only they can start something.
+  std::vector<uint8_t> touched(members.size(), 1);
+  std::vector<int64_t> next_of(members.size(), kNever);
   while (true) {
+    int64_t d2h_moving = 0, h2d_moving = 0;
     for (size_t i = 0; i < members.size(); ++i) {
       Member& m = members[i];
+      if (m.finished || m.origin > now) continue;
       // (A member restarted at `now` starts at once.)
-      while (running(m)) {
+      while (touched[i] && !m.finished && m.origin <= now) {
         m.replay->TryStart();
         if (!m.replay->done()) break;
         m.finished = true;
         finished(i, now, m.replay->Finish());
       }
-    }
-    // The rates until the next event.
-    int64_t d2h_moving = 0, h2d_moving = 0;
-    for (const Member& m : members) {
-      if (!running(m)) continue;
+      touched[i] = 0;
+      if (m.finished || m.origin > now) continue;
       d2h_moving += m.replay->d2h_moving() ? m.multiplicity : 0;
       h2d_moving += m.replay->h2d_moving() ? m.multiplicity : 0;
     }
+    // The rates until the next event.
     int64_t next = kNever;
+    size_t unfinished = 0;
     for (size_t i = 0; i < members.size(); ++i) {
       Member& m = members[i];
+      next_of[i] = kNever;
       if (m.finished) continue;
       if (m.origin > now) {
+        ++unfinished;
+        next_of[i] = m.origin;
         next = std::min(next, m.origin);
         continue;
       }
@@ -61,18 +66,20 @@ void RunShared(
         m.finished = true;  // never run again
         continue;
       }
-      next = std::min(next, m.origin + local);
+      ++unfinished;
+      next_of[i] = m.origin + local;
+      next = std::min(next, next_of[i]);
     }
-    bool all_finished = true;
-    for (const Member& m : members) all_finished &= m.finished;
-    if (all_finished) return;
-    if (next == kNever) return;  // (cannot happen: a member always waits)
-    for (Member& m : members) {
-      if (running(m)) m.replay->AdvanceTo(next - m.origin);
-    }
+    if (unfinished == 0 || next == kNever) return;
     now = next;
-    for (Member& m : members) {
-      if (running(m)) m.replay->FinishDue();
+    for (size_t i = 0; i < members.size(); ++i) {
+      Member& m = members[i];
+      if (m.finished || m.origin > now) continue;
+      m.replay->AdvanceTo(now - m.origin);
+      if (next_of[i] == now) {
+        if (m.origin < now) m.replay->FinishDue();  // (else: it starts now)
+        touched[i] = 1;
+      }
     }
   }
 }
@@ -81,9 +88,31 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
                                const Plan& plan, const Schedule& schedule,
                                const SimulationOptions& options) {
   std::vector<Member> members;
-  // Ranks that start together stay identical: one replay stands for all.
+  // Ranks that start together stay identical: one replay stands for all,
+  // and RunShared's loop reduces to this one.
   const int32_t ranks = std::max(hardware.gpus_per_uplink, 1);
   const bool together = hardware.rank_skew_ns == 0;
+  if (together) {
+    Replay replay(trace, hardware, plan, schedule, options, /*variable=*/true);
+    while (true) {
+      replay.TryStart();
+      if (replay.done()) break;
+      replay.SetRates(Share(hardware.d2h_bytes_per_second,
+                            hardware.uplink_d2h_bytes_per_second,
+                            replay.d2h_moving() ? ranks : 0),
+                      Share(hardware.h2d_bytes_per_second,
+                            hardware.uplink_h2d_bytes_per_second,
+                            replay.h2d_moving() ? ranks : 0));
+      const int64_t next = replay.NextEvent();
+      if (next == kNever) {
+        replay.ReportInfeasible();
+        break;
+      }
+      replay.AdvanceTo(next);
+      replay.FinishDue();
+    }
+    return replay.Finish();
+  }
   for (int32_t r = 0; r < (together ? 1 : ranks); ++r) {
     Member m;
     m.replay = std::make_unique<Replay>(trace, hardware, plan, schedule,

@@ -9,7 +9,15 @@ namespace slackswap {
 namespace internal {
 namespace {
 
-absl::int128 CeilDiv(absl::int128 a, int64_t b) { return (a + b - 1) / b; }
+// ceil(a / b) for a >= 0, b > 0; in 64 bits when a allows (the common case:
+// 128-bit division is a library call).
+int64_t CeilDiv(absl::int128 a, int64_t b) {
+  if (a < (absl::int128(1) << 62)) {
+    const auto small = static_cast<int64_t>(a);
+    return (small + b - 1) / b;
+  }
+  return static_cast<int64_t>((a + b - 1) / b);
+}
 
 }  // namespace
 
@@ -164,6 +172,7 @@ void Replay::TryStartCompute() {
   compute_end_ = now_ + duration;
   compute_work_ = absl::int128(duration) * kWorkScale;
   compute_rate_ = kWorkScale;
+  rated_copying_ = 0;  // the full rate is the rate without copies
   compute_since_ = now_;
   Allocate(compute_alloc_);
   if (rebuild) {
@@ -330,23 +339,26 @@ void Replay::FinishDue() {
 
 void Replay::SetRates(int64_t d2h_bytes_per_second,
                       int64_t h2d_bytes_per_second) {
+  // An end changes only with its rate (the work drains at it meanwhile), or
+  // is unknown (kNever) when a copy has just started moving.
   int64_t copying = 0;
   for (auto [copy, rate] : {std::make_pair(&d2h_, d2h_bytes_per_second),
                             std::make_pair(&h2d_, h2d_bytes_per_second)}) {
     if (!copy->busy || !copy->moving) continue;
-    copy->rate = rate;
-    copy->end = copy->since + static_cast<int64_t>(CeilDiv(copy->work, rate));
     copying += rate;
+    if (copy->rate == rate && copy->end != kNever) continue;
+    copy->rate = rate;
+    copy->end = copy->since + CeilDiv(copy->work, rate);
   }
-  if (!compute_busy_) return;
-  compute_rate_ = kWorkScale;
-  if (hw_.hbm_contention && !StepIsRebuild()) {
-    const Op& op = trace_.ops[op_];
-    compute_rate_ =
-        ContendedRate(op.flops, op.memory_traffic_bytes, hw_, copying);
-  }
-  compute_end_ = compute_since_ +
-                 static_cast<int64_t>(CeilDiv(compute_work_, compute_rate_));
+  if (!compute_busy_ || !hw_.hbm_contention || StepIsRebuild()) return;
+  if (copying == rated_copying_) return;  // the rate it has
+  rated_copying_ = copying;
+  const Op& op = trace_.ops[op_];
+  const int64_t rate =
+      ContendedRate(op.flops, op.memory_traffic_bytes, hw_, copying);
+  if (rate == compute_rate_) return;
+  compute_rate_ = rate;
+  compute_end_ = compute_since_ + CeilDiv(compute_work_, compute_rate_);
 }
 
 void Replay::ReportInfeasible() {

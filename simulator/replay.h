@@ -179,6 +179,7 @@ class Replay {
   absl::int128 compute_work_ = 0;
   int64_t compute_rate_ = kWorkScale;
   int64_t compute_since_ = 0;
+  int64_t rated_copying_ = 0;  // the copy rate compute_rate_ is for
   // 0: waiting for a barrier, 1: for inputs, 2: for memory.
   int stage_ = 0;
   int64_t stage_since_ = 0;

@@ -105,33 +105,43 @@ absl::StatusOr<v1::Budget> ParseBudget(const std::string& text) {
   return budget;
 }
 
+absl::StatusOr<v1::Hardware> HardwareFromFlags(int& exit_code) {
+  auto fail = [&](const absl::Status& status, int code) {
+    exit_code = ExitFor(status, code);
+    return status;
+  };
+  v1::Hardware proto;
+  const std::string hardware = absl::GetFlag(FLAGS_hardware);
+  if (LooksLikePath(hardware)) {
+    absl::Status read = ReadMessageFile(hardware, &proto);
+    if (!read.ok()) return fail(read, kFailureExit);
+  } else {
+    absl::StatusOr<Hardware> preset = HardwarePreset(hardware);
+    if (!preset.ok()) return fail(preset.status(), kUsageExit);
+    proto = HardwareToProto(*preset);
+  }
+  // The node around the GPU, when the flags give it.
+  if (absl::GetFlag(FLAGS_gpus_per_link) != 0)
+    proto.set_gpus_per_uplink(absl::GetFlag(FLAGS_gpus_per_link));
+  const double uplink_gbps = absl::GetFlag(FLAGS_uplink_gbps);
+  if (uplink_gbps != 0) {
+    const auto bytes = static_cast<int64_t>(uplink_gbps * 1e9);
+    proto.set_uplink_d2h_bytes_per_second(bytes);
+    proto.set_uplink_h2d_bytes_per_second(bytes);
+  }
+  absl::Status valid = HardwareFromProto(proto).status();
+  if (!valid.ok()) return fail(valid, kUsageExit);
+  return proto;
+}
+
 absl::StatusOr<Inputs> LoadInputs(Backend& backend, int& exit_code) {
   Inputs in;
   auto fail = [&](const absl::Status& status, int code) {
     exit_code = ExitFor(status, code);
     return status;
   };
-  const std::string hardware = absl::GetFlag(FLAGS_hardware);
-  if (LooksLikePath(hardware)) {
-    absl::Status read = ReadMessageFile(hardware, &in.hardware_proto);
-    if (!read.ok()) return fail(read, kFailureExit);
-  } else {
-    absl::StatusOr<Hardware> preset = HardwarePreset(hardware);
-    if (!preset.ok()) return fail(preset.status(), kUsageExit);
-    in.hardware_proto = HardwareToProto(*preset);
-  }
-  // The node around the GPU, when the flags give it.
-  if (absl::GetFlag(FLAGS_gpus_per_link) != 0)
-    in.hardware_proto.set_gpus_per_uplink(absl::GetFlag(FLAGS_gpus_per_link));
-  const double uplink_gbps = absl::GetFlag(FLAGS_uplink_gbps);
-  if (uplink_gbps != 0) {
-    const auto bytes = static_cast<int64_t>(uplink_gbps * 1e9);
-    in.hardware_proto.set_uplink_d2h_bytes_per_second(bytes);
-    in.hardware_proto.set_uplink_h2d_bytes_per_second(bytes);
-  }
-  absl::StatusOr<Hardware> converted = HardwareFromProto(in.hardware_proto);
-  if (!converted.ok()) return fail(converted.status(), kUsageExit);
-  in.hardware = *converted;
+  SLACKSWAP_ASSIGN_OR_RETURN(in.hardware_proto, HardwareFromFlags(exit_code));
+  in.hardware = *HardwareFromProto(in.hardware_proto);
   absl::StatusOr<v1::Budget> budget = ParseBudget(absl::GetFlag(FLAGS_budget));
   if (!budget.ok()) return fail(budget.status(), kUsageExit);
   in.budget = *budget;
@@ -143,7 +153,7 @@ absl::StatusOr<Inputs> LoadInputs(Backend& backend, int& exit_code) {
     absl::StatusOr<v1::GenerateTraceRequest> request =
         GenerateRequestFromFlags();
     if (!request.ok()) return fail(request.status(), kUsageExit);
-    if (LooksLikePath(hardware)) {
+    if (LooksLikePath(absl::GetFlag(FLAGS_hardware))) {
       return fail(
           absl::InvalidArgumentError("a generated trace needs a hardware "
                                      "preset; give --trace with a hardware "

@@ -47,6 +47,9 @@ absl::StatusOr<Inputs> LoadInputs(Backend& backend, int& exit_code);
 
 // The planner options and the Plan request the flags describe.
 absl::StatusOr<v1::PlannerOptions> PlannerOptionsFromFlags();
+// --hardware (a preset or a file) with --gpus_per_link and --uplink_gbps,
+// validated; on an error `exit_code` is set (usage or failure).
+absl::StatusOr<v1::Hardware> HardwareFromFlags(int& exit_code);
 // --allocator, --budget_reserved, --hbm_contention and --rank_skew_ns (the
 // uplink flags go into the hardware).
 absl::StatusOr<v1::Physics> PhysicsFromFlags();

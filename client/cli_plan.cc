@@ -214,23 +214,12 @@ int FrontierCommand(Backend& backend) {
 
 int NodeCommand(Backend& backend) {
   v1::PlanNodeRequest request;
-  // The node's hardware, as for the other commands (a preset or a file,
-  // with --uplink_gbps).
-  const std::string hardware = absl::GetFlag(FLAGS_hardware);
-  if (LooksLikePath(hardware)) {
-    absl::Status read = ReadMessageFile(hardware, request.mutable_hardware());
-    if (!read.ok()) return ExitFor(read, kFailureExit);
-  } else {
-    absl::StatusOr<Hardware> preset = HardwarePreset(hardware);
-    if (!preset.ok()) return ExitFor(preset.status(), kUsageExit);
-    *request.mutable_hardware() = HardwareToProto(*preset);
-  }
-  const double uplink_gbps = absl::GetFlag(FLAGS_uplink_gbps);
-  if (uplink_gbps != 0) {
-    const auto bytes = static_cast<int64_t>(uplink_gbps * 1e9);
-    request.mutable_hardware()->set_uplink_d2h_bytes_per_second(bytes);
-    request.mutable_hardware()->set_uplink_h2d_bytes_per_second(bytes);
-  }
+  // The node's hardware, as for the other commands.
+  int exit_code = 0;
+  absl::StatusOr<v1::Hardware> hardware = HardwareFromFlags(exit_code);
+  if (!hardware.ok()) return exit_code;
+  *request.mutable_hardware() = *hardware;
+  const std::string preset = absl::GetFlag(FLAGS_hardware);
   for (absl::string_view text :
        absl::StrSplit(absl::GetFlag(FLAGS_jobs), ',')) {
     std::vector<std::string> parts = absl::StrSplit(text, ':');
@@ -260,7 +249,7 @@ int NodeCommand(Backend& backend) {
     }
     v1::GenerateTraceRequest generate;
     generate.set_workload_preset(parts[0]);
-    generate.set_hardware_preset(LooksLikePath(hardware) ? "a100" : hardware);
+    generate.set_hardware_preset(LooksLikePath(preset) ? "a100" : preset);
     absl::StatusOr<v1::GenerateTraceResponse> generated =
         backend.GenerateTrace(generate);
     if (!generated.ok()) return ExitFor(generated.status(), kUsageExit);

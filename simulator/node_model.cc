@@ -71,13 +71,18 @@ void RunShared(
       next = std::min(next, next_of[i]);
     }
     if (unfinished == 0 || next == kNever) return;
+    const int64_t before = now;
     now = next;
     for (size_t i = 0; i < members.size(); ++i) {
       Member& m = members[i];
       if (m.finished || m.origin > now) continue;
+      if (m.origin > before) {  // it starts now
+        touched[i] = 1;
+        continue;
+      }
       m.replay->AdvanceTo(now - m.origin);
       if (next_of[i] == now) {
-        if (m.origin < now) m.replay->FinishDue();  // (else: it starts now)
+        m.replay->FinishDue();
         touched[i] = 1;
       }
     }

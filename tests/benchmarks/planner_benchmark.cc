@@ -88,11 +88,11 @@ Hardware SharedA100() {
   return h;
 }
 
-void BM_PlanGpt2Xl50NodePhysics(benchmark::State& state) {
+void PlanWithPhysics(benchmark::State& state, MemoryModel memory) {
   const Workload& w = Get("gpt2-xl");
   const Hardware hw = SharedA100();
   PolicyOptions options;
-  options.memory.allocator = AllocatorKind::kCaching;
+  options.memory = memory;
   const int64_t budget = w.peak_bytes / 2;
   for (auto _ : state) {
     absl::StatusOr<PlanningResult> r =
@@ -101,21 +101,13 @@ void BM_PlanGpt2Xl50NodePhysics(benchmark::State& state) {
     benchmark::DoNotOptimize(r);
   }
 }
+void BM_PlanGpt2Xl50NodePhysics(benchmark::State& state) {
+  PlanWithPhysics(state, {AllocatorKind::kCaching, false});
+}
 BENCHMARK(BM_PlanGpt2Xl50NodePhysics)->Unit(benchmark::kMillisecond);
-
 // The same with the budget on reserved bytes (the planner may plan again).
 void BM_PlanGpt2Xl50ReservedBudget(benchmark::State& state) {
-  const Workload& w = Get("gpt2-xl");
-  const Hardware hw = SharedA100();
-  PolicyOptions options;
-  options.memory = {AllocatorKind::kCaching, true};
-  const int64_t budget = w.peak_bytes / 2;
-  for (auto _ : state) {
-    absl::StatusOr<PlanningResult> r =
-        RunPolicyWithinBudget(Policy::kSlackSwap, w.trace, hw, budget, options);
-    if (!r.ok() || !r->feasible) state.SkipWithError("no plan");
-    benchmark::DoNotOptimize(r);
-  }
+  PlanWithPhysics(state, {AllocatorKind::kCaching, true});
 }
 BENCHMARK(BM_PlanGpt2Xl50ReservedBudget)->Unit(benchmark::kMillisecond);
 

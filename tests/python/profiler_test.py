@@ -306,6 +306,36 @@ class ServerTest(unittest.TestCase):
             replay = client.simulate(trace, report.plan, hardware="a100", budget_fraction=0.6)
             self.assertEqual(replay.metrics, report.metrics)
 
+    def test_client_physics_and_node_plans(self):
+        from slackswap.v1 import planning_pb2, simulation_pb2
+        from slackswap_client import Client
+        from slackswap_client.hardware import hardware_proto
+        trace, _, _ = profiled_gpt(layers=3)
+        physics = simulation_pb2.Physics(allocator=simulation_pb2.ALLOCATOR_MODEL_EXPANDABLE,
+                                         budget_reserved=True)
+        with Client(self.address, deadline=60) as client:
+            # This small model's activations fit in one 2 MiB page of the
+            # small pool: within 4 MiB reserved, and never within 70% of
+            # their resident peak.
+            report = client.plan(trace, budget_bytes=4 << 20, physics=physics).report
+            self.assertEqual(report.outcome, planning_pb2.PLAN_OUTCOME_PLANNED, report.reason)
+            self.assertLessEqual(report.metrics.peak_reserved_bytes, 4 << 20)
+            self.assertGreaterEqual(report.metrics.peak_reserved_bytes, 2 << 20)
+            replay = client.simulate(trace, report.plan, budget_bytes=4 << 20, physics=physics)
+            self.assertEqual(replay.metrics, report.metrics)
+            tight = client.plan(trace, budget_fraction=0.7, physics=physics).report
+            self.assertEqual(tight.outcome, planning_pb2.PLAN_OUTCOME_INFEASIBLE)
+            self.assertIn("reserved", tight.reason)
+            node = hardware_proto("a100")
+            node.uplink_d2h_bytes_per_second = node.d2h_bytes_per_second
+            node.uplink_h2d_bytes_per_second = node.h2d_bytes_per_second
+            answer = client.plan_node([("small", trace, 0.6, 1), ("large", trace, 0.8, 3)],
+                                      hardware=node)
+            self.assertEqual([j.name for j in answer.jobs], ["small", "large"])
+            for job in answer.jobs:
+                self.assertEqual(job.outcome, planning_pb2.PLAN_OUTCOME_PLANNED, job.reason)
+                self.assertGreaterEqual(job.slowdown, 0.99)
+
     def test_client_errors_carry_field_violations(self):
         import grpc
         from slackswap_client import Client, PlanningError

@@ -189,6 +189,46 @@ TEST_F(ServiceTest, AllocatorPhysicsReportsAndBudgetsReservedBytes) {
   EXPECT_EQ(plain.report().planned_budget_bytes(), 0);
 }
 
+TEST_F(ServiceTest, PlansUnderNodePhysicsAreDeterministicAndReplay) {
+  v1::PlanRequest request = PlanRequest(0.4);
+  v1::Hardware& hw = *request.mutable_hardware();
+  hw.set_gpus_per_uplink(4);
+  hw.set_uplink_d2h_bytes_per_second(hw.d2h_bytes_per_second());
+  hw.set_uplink_h2d_bytes_per_second(hw.h2d_bytes_per_second());
+  request.mutable_physics()->set_hbm_contention(true);
+  request.mutable_physics()->set_rank_skew_ns(2'000'000);
+  request.mutable_physics()->set_allocator(v1::ALLOCATOR_MODEL_EXPANDABLE);
+  v1::PlanResponse a, b;
+  grpc::ClientContext ca, cb;
+  ASSERT_TRUE(stub_->Plan(&ca, request, &a).ok());
+  ASSERT_TRUE(stub_->Plan(&cb, request, &b).ok());
+  // Every rank that asks gets the same plan, byte for byte.
+  EXPECT_EQ(a.report().SerializeAsString(), b.report().SerializeAsString());
+  ASSERT_EQ(a.report().outcome(), v1::PLAN_OUTCOME_PLANNED)
+      << a.report().reason();
+  EXPECT_GT(a.report().metrics().uplink_wait_ns(), 0);
+  v1::SimulateRequest simulate;
+  *simulate.mutable_trace() = request.trace();
+  *simulate.mutable_hardware() = request.hardware();
+  *simulate.mutable_budget() = request.budget();
+  *simulate.mutable_physics() = request.physics();
+  *simulate.mutable_plan() = a.report().plan();
+  v1::SimulateResponse replay;
+  grpc::ClientContext cs;
+  ASSERT_TRUE(stub_->Simulate(&cs, simulate, &replay).ok());
+  EXPECT_EQ(replay.metrics().SerializeAsString(),
+            a.report().metrics().SerializeAsString());
+  // Contention the hardware cannot carry is named.
+  request.mutable_hardware()->set_hbm_bytes_per_second(1);
+  v1::PlanResponse refused;
+  grpc::ClientContext cr;
+  const grpc::Status status = stub_->Plan(&cr, request, &refused);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_FALSE(FieldViolationsOf(status).empty());
+  EXPECT_EQ(FieldViolationsOf(status)[0].field,
+            "hardware.hbm_bytes_per_second");
+}
+
 TEST_F(ServiceTest, BadPhysicsIsNamedByField) {
   v1::PlanRequest request = PlanRequest(0.5);
   request.mutable_physics()->set_budget_reserved(true);

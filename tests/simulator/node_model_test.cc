@@ -100,5 +100,23 @@ TEST(NodeModelTest, JobsOutOfStepShareOnlyWhereTheirCopiesOverlap) {
   EXPECT_EQ(again[0].step_ns, r[0].step_ns);
 }
 
+TEST(NodeModelTest, StepsThatStartWithAnEmptyOpStillAdvance) {
+  // Ops of zero duration at a step's start: a restarted job has an event at
+  // the very instant it starts (this once stopped the clock).
+  TinyTrace t;
+  t.Fwd(0), t.Fwd(10), t.Bwd(0), t.Bwd(10);
+  t.Tensor(100, 0, {3});
+  const Trace trace = t.Build();
+  const Plan plan = PlanOf("s", 2);
+  const Schedule schedule = DeriveSchedule(trace, plan);
+  const NodeJob job{&trace, &plan, &schedule, SimulationOptions(), 1};
+  // Alone: offload 0..100, prefetch 100..200, op 3 at 200..210.
+  EXPECT_EQ(SimulateNode({job}, Node(1'000'000'000), 3)[0].step_ns,
+            (std::vector<int64_t>{210, 210, 210}));
+  // Two such jobs halve the uplink: 410 ns a step.
+  for (const NodeJobSteps& s : SimulateNode({job, job}, Node(1'000'000'000), 3))
+    EXPECT_EQ(s.step_ns, (std::vector<int64_t>{410, 410, 410}));
+}
+
 }  // namespace
 }  // namespace slackswap

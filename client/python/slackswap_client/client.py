@@ -149,27 +149,31 @@ class Client:
             raise _decode_error(error) from None
 
     def plan(self, trace, hardware="a100", budget_bytes=None, budget_fraction=None,
-             policy="slackswap", options=None):
+             policy="slackswap", options=None, physics=None):
         """Plans `trace` (a slackswap.v1.Trace) and returns the PlanResponse:
         `.report` (a PlanningReport: outcome, plan with its schedule, predicted
         metrics, lower bound) and `.planning_time_ns`. policy: a name such as
         "slackswap", "checkpointing", "optimum" (see Policy in planning.proto);
-        options: a slackswap.v1.PlannerOptions."""
+        options: a slackswap.v1.PlannerOptions; physics: a slackswap.v1.Physics
+        (the caching allocator, HBM contention; the hardware carries the
+        shared uplink)."""
         from slackswap.v1 import service_pb2
         request = service_pb2.PlanRequest(trace=trace, hardware=self._hardware(hardware),
                                           budget=self._budget(budget_bytes, budget_fraction),
-                                          policy=_policy(policy), options=options)
+                                          policy=_policy(policy), options=options,
+                                          physics=physics)
         return self._call(self._planner.Plan, request)
 
     def simulate(self, trace, plan, hardware="a100", budget_bytes=None, budget_fraction=None,
-                 timeline=False, per_layer_barriers=False):
+                 timeline=False, per_layer_barriers=False, physics=None):
         """Replays `plan` and returns the SimulateResponse: `.metrics`, `.plan`
         (with its schedule) and, with timeline=True, `.timeline`."""
         from slackswap.v1 import service_pb2
         request = service_pb2.SimulateRequest(trace=trace, hardware=self._hardware(hardware),
                                               budget=self._budget(budget_bytes, budget_fraction),
                                               plan=plan, include_timeline=timeline,
-                                              per_layer_barriers=per_layer_barriers)
+                                              per_layer_barriers=per_layer_barriers,
+                                              physics=physics)
         return self._call(self._planner.Simulate, request)
 
     def compare(self, trace, hardware="a100", budget_fractions=(), budget_bytes=(),
@@ -196,6 +200,20 @@ class Client:
                                               target_throughput_ratio=target_throughput_ratio,
                                               options=options)
         return self._call(self._planner.Frontier, request)
+
+    def plan_node(self, jobs, hardware="a100", options=None, physics=None, steps=0):
+        """Plans jobs that share one node's host uplink together. jobs: (name,
+        trace, budget_fraction, gpus) tuples; hardware: every GPU's links and
+        the uplink (uplink_*_bytes_per_second). Returns the PlanNodeResponse:
+        per job its plan, its step alone and beside the others, the slowdown
+        and the slowdown it causes."""
+        from slackswap.v1 import plan_pb2, service_pb2
+        request = service_pb2.PlanNodeRequest(hardware=self._hardware(hardware),
+                                              options=options, physics=physics, steps=steps)
+        for name, trace, fraction, gpus in jobs:
+            request.jobs.add(name=name, trace=trace, gpus=gpus,
+                             budget=plan_pb2.Budget(fraction_of_peak=fraction))
+        return self._call(self._planner.PlanNode, request)
 
     def healthy(self, service="slackswap.v1.PlannerService"):
         """True if the server reports SERVING for `service`; False if it does

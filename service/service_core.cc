@@ -487,7 +487,12 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
     }
     traces[i] = *std::move(trace);
     absl::Status checked = CheckTimeRange(traces[i], node);
-    if (checked.ok()) checked = CheckPhysics(traces[i], node);
+    // The node replays run every job's steps back to back (and one more
+    // while the slowest finishes).
+    if (checked.ok()) {
+      checked = CheckPhysics(traces[i], node,
+                             (request.steps() == 0 ? 4 : request.steps()) + 1);
+    }
     if (!checked.ok()) return checked;
     absl::StatusOr<int64_t> budget = ResolveBudget(traces[i], job.budget());
     if (!budget.ok()) {

@@ -36,7 +36,8 @@ absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware) {
       field, "too small for this trace: the iteration could exceed 2^62 ns");
 }
 
-absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware) {
+absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
+                          int64_t steps) {
   if (hardware.rank_skew_ns < 0 || hardware.rank_skew_ns > (int64_t{1} << 40)) {
     return InvalidField("physics.rank_skew_ns", "must be in [0, 2^40] ns");
   }
@@ -54,7 +55,7 @@ absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware) {
                           "for HBM contention");
     }
   }
-  if (!hardware.UsesNodePhysics()) return absl::OkStatus();
+  if (!hardware.UsesNodePhysics() && steps <= 1) return absl::OkStatus();
   // The slowest case: every op at half speed (plus a ns of rounding), every
   // transfer at a 64th of the narrower uplink, every rank skewed.
   absl::int128 total = absl::int128(trace.ideal_ns) * 2 + trace.num_ops();
@@ -70,6 +71,7 @@ absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware) {
   total += absl::int128(hardware.transfer_latency_ns + 1) * 2 *
            static_cast<absl::int128>(trace.tensors.size());
   total += absl::int128(hardware.rank_skew_ns) * 64;
+  total *= std::max<int64_t>(steps, 1);
   if (total < kMaxSimulatedNs) return absl::OkStatus();
   return InvalidField("hardware.uplink_d2h_bytes_per_second",
                       "too small for this trace with a shared uplink: the "

@@ -146,7 +146,9 @@ absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware);
 // under twice the link's two directions; a skew outside [0, 2^40] ns; and,
 // with any of them, times that could leave int64 when the uplink is shared
 // by 64 transfers and every op runs at half speed. Simulate calls it.
-absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware);
+// `steps`: iterations replayed back to back (a node's), all within 2^62 ns.
+absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
+                          int64_t steps = 1);
 
 // Replays `plan`. The plan must satisfy ValidatePlan (this function checks it
 // and returns its error otherwise). An infeasible plan is a result

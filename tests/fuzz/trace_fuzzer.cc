@@ -4,7 +4,10 @@
 //
 // Input: one control byte, then a serialized slackswap.v1.Trace.
 //   bits 0-3: the budget, as (bits + 1) / 16 of the all-keep peak;
-//   bits 4-5: the link (fast, slow, asymmetric, with latency);
+//   bits 4-5: the link (fast, slow, asymmetric, with latency); the last
+//             also puts two GPUs behind one uplink as fast as one link,
+//             with HBM contention and the caching allocator observed (node
+//             physics; the exact optimum is not compared there);
 //   bit 6:    a host pinned-memory cap of a quarter of the saved bytes;
 //   bit 7:    per-layer barriers for SlackSwap.
 // The seed corpus (tests/fuzz/corpus, made by tests/fuzz/make_corpus.sh) holds
@@ -55,9 +58,13 @@ Hardware LinkOf(uint8_t control) {
       h.d2h_bytes_per_second = 12'000'000'000;
       h.h2d_bytes_per_second = 50'000'000'000;
       break;
-    default:  // one byte per ns, with latency
+    default:  // one byte per ns, with latency, on a shared uplink
       h.d2h_bytes_per_second = h.h2d_bytes_per_second = 1'000'000'000;
       h.transfer_latency_ns = 7'000;
+      h.gpus_per_uplink = 2;
+      h.uplink_d2h_bytes_per_second = h.uplink_h2d_bytes_per_second =
+          1'000'000'000;
+      h.hbm_contention = true;
   }
   return h;
 }
@@ -112,7 +119,11 @@ void FuzzOne(const uint8_t* data, size_t size) {
     hardware.host_pinned_memory_bytes =
         std::max<int64_t>(1, trace.total_tensor_bytes / 4);
   }
-  if (!CheckTimeRange(trace, hardware).ok()) return;
+  if (!CheckTimeRange(trace, hardware).ok() ||
+      !CheckPhysics(trace, hardware).ok()) {
+    return;
+  }
+  const bool node_physics = hardware.UsesNodePhysics();
   const int64_t peak = AllKeepPeakBytes(trace);
   const int64_t budget = static_cast<int64_t>(static_cast<long double>(peak) *
                                               ((control & 15) + 1) / 16);
@@ -124,10 +135,11 @@ void FuzzOne(const uint8_t* data, size_t size) {
   options.genetic_search.threads = 1;
   options.swapadvisor.max_evaluations = 96;
   options.swapadvisor.threads = 1;
+  if (node_physics) options.memory.allocator = AllocatorKind::kCaching;
   // The exact optimum of a small trace: no policy beats it, the bound stays
   // below it, and SlackSwap plans wherever it does.
   std::optional<PlanningResult> optimum;
-  if (trace.num_tensors() <= 6 && trace.num_ops() <= 40) {
+  if (trace.num_tensors() <= 6 && trace.num_ops() <= 40 && !node_physics) {
     options.optimum.max_replays = 200'000;
     absl::StatusOr<PlanningResult> r =
         RunPolicy(Policy::kOptimum, trace, hardware, budget, options);

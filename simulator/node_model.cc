@@ -99,15 +99,15 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
   const bool together = hardware.rank_skew_ns == 0;
   if (together) {
     Replay replay(trace, hardware, plan, schedule, options, /*variable=*/true);
+    // A moving transfer shares the uplink with its twins on every rank.
+    const int64_t d2h = Share(hardware.d2h_bytes_per_second,
+                              hardware.uplink_d2h_bytes_per_second, ranks);
+    const int64_t h2d = Share(hardware.h2d_bytes_per_second,
+                              hardware.uplink_h2d_bytes_per_second, ranks);
     while (true) {
       replay.TryStart();
       if (replay.done()) break;
-      replay.SetRates(Share(hardware.d2h_bytes_per_second,
-                            hardware.uplink_d2h_bytes_per_second,
-                            replay.d2h_moving() ? ranks : 0),
-                      Share(hardware.h2d_bytes_per_second,
-                            hardware.uplink_h2d_bytes_per_second,
-                            replay.h2d_moving() ? ranks : 0));
+      replay.SetRates(d2h, h2d);
       const int64_t next = replay.NextEvent();
       if (next == kNever) {
         replay.ReportInfeasible();

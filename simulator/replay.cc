@@ -342,16 +342,17 @@ void Replay::SetRates(int64_t d2h_bytes_per_second,
   // An end changes only with its rate (the work drains at it meanwhile), or
   // is unknown (kNever) when a copy has just started moving.
   int64_t copying = 0;
-  for (auto [copy, rate] : {std::make_pair(&d2h_, d2h_bytes_per_second),
-                            std::make_pair(&h2d_, h2d_bytes_per_second)}) {
-    if (!copy->busy || !copy->moving) continue;
+  auto rate_copy = [&](Copy& copy, int64_t rate) {
+    if (!copy.busy || !copy.moving) return;
     copying += rate;
-    if (copy->rate == rate && copy->end != kNever) continue;
-    copy->rate = rate;
-    copy->end = copy->since + CeilDiv(copy->work, rate);
-  }
-  if (!compute_busy_ || !hw_.hbm_contention || StepIsRebuild()) return;
-  if (copying == rated_copying_) return;  // the rate it has
+    if (copy.rate == rate && copy.end != kNever) return;
+    copy.rate = rate;
+    copy.end = copy.since + CeilDiv(copy.work, rate);
+  };
+  rate_copy(d2h_, d2h_bytes_per_second);
+  rate_copy(h2d_, h2d_bytes_per_second);
+  if (!compute_busy_ || !hw_.hbm_contention) return;
+  if (copying == rated_copying_ || StepIsRebuild()) return;  // as it is
   rated_copying_ = copying;
   const Op& op = trace_.ops[op_];
   const int64_t rate =

@@ -170,18 +170,28 @@ std::vector<NodeJobSteps> SimulateNode(const std::vector<NodeJob>& jobs,
   auto counted = [&](size_t j) {
     return !out[j].feasible || static_cast<int>(out[j].step_ns.size()) >= steps;
   };
+  // Steps each job has run, counted or not. A job past its count keeps
+  // running beside the others, up to kMaxStepsPerCounted times its count,
+  // and never with steps that take no time (it would not let time pass).
+  std::vector<int64_t> runs(jobs.size(), 0);
+  const int64_t most = int64_t{kMaxStepsPerCounted} * std::max(steps, 1);
   internal::RunShared(members, node,
                       [&](size_t j, int64_t now, SimulationResult r) {
                         NodeJobSteps& job = out[j];
+                        const bool feasible = r.feasible;
+                        const int64_t took = r.iteration_ns;
+                        ++runs[j];
                         if (!counted(j)) {
-                          job.feasible = r.feasible;
-                          if (r.feasible) job.step_ns.push_back(r.iteration_ns);
+                          job.feasible = feasible;
+                          if (feasible) job.step_ns.push_back(took);
                           job.last = std::move(r);
                         }
                         bool all = true;
                         for (size_t k = 0; k < jobs.size(); ++k)
                           all &= counted(k);
-                        if (all || !job.feasible) return;
+                        if (all || !feasible) return;
+                        if (counted(j) && (took == 0 || runs[j] >= most))
+                          return;
                         members[j].replay = fresh(j);
                         members[j].origin = now;
                         members[j].finished = false;

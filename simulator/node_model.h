@@ -73,7 +73,10 @@ struct NodeJobSteps {
 // and switches, and the uplink they all share), each job repeating its step
 // until every job has run `steps` of them (jobs that get there first keep
 // running, so the others see their traffic; their extra steps are not
-// counted). O(jobs x steps x replay), with at most 64 GPUs in all.
+// counted, and stop at kMaxStepsPerCounted x `steps` in all, or at once for
+// a step that takes no time). O(jobs x steps x replay x
+// kMaxStepsPerCounted), with at most 64 GPUs in all.
+inline constexpr int kMaxStepsPerCounted = 64;
 std::vector<NodeJobSteps> SimulateNode(const std::vector<NodeJob>& jobs,
                                        const Hardware& node, int steps);
 

@@ -118,5 +118,42 @@ TEST(NodeModelTest, StepsThatStartWithAnEmptyOpStillAdvance) {
     EXPECT_EQ(s.step_ns, (std::vector<int64_t>{410, 410, 410}));
 }
 
+TEST(NodeModelTest, JobsOfNoTimeOrVeryShortStepsDoNotHoldTheNodeUp) {
+  // A job whose step takes no time beside one that takes 620 ns: it runs its
+  // steps and stops (it once restarted for ever at one instant).
+  TinyTrace t;
+  t.Fwd(0), t.Bwd(0);
+  t.Tensor(100, 0, {1});
+  const Trace instant = t.Build();
+  const Plan keep = PlanOf("k");
+  const Schedule instant_schedule = DeriveSchedule(instant, keep);
+  const Trace trace = SwapTrace(50);
+  const Plan swap = PlanOf("s", 2);
+  const Schedule schedule = DeriveSchedule(trace, swap);
+  std::vector<NodeJobSteps> r = SimulateNode(
+      {{&instant, &keep, &instant_schedule, SimulationOptions(), 1},
+       {&trace, &swap, &schedule, SimulationOptions(), 1}},
+      Node(1'000'000'000), 3);
+  EXPECT_EQ(r[0].step_ns, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(r[1].step_ns, (std::vector<int64_t>{620, 620, 620}));
+  // A 10 ns step beside a 6200 ns one stops after 64 x 3 steps in all: the
+  // long job's last steps run alone.
+  TinyTrace u;
+  u.Fwd(5), u.Bwd(5);
+  u.Tensor(100, 0, {1});
+  const Trace quick = u.Build();
+  const Schedule quick_schedule = DeriveSchedule(quick, keep);
+  TinyTrace v;
+  v.Fwd(10), v.Fwd(5000), v.Bwd(1180), v.Bwd(10);
+  v.Tensor(100, 0, {3});
+  const Trace slow = v.Build();
+  const Schedule slow_schedule = DeriveSchedule(slow, swap);
+  r = SimulateNode({{&quick, &keep, &quick_schedule, SimulationOptions(), 1},
+                    {&slow, &swap, &slow_schedule, SimulationOptions(), 1}},
+                   Node(1'000'000'000), 3);
+  EXPECT_EQ(r[0].step_ns.size(), 3u);
+  EXPECT_EQ(r[1].step_ns, (std::vector<int64_t>{6200, 6200, 6200}));
+}
+
 }  // namespace
 }  // namespace slackswap

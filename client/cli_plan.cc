@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "client/cli_commands.h"
 #include "client/cli_flags.h"
 #include "client/cli_inputs.h"
@@ -19,6 +20,27 @@
 #include "simulator/hardware.h"
 
 namespace slackswap {
+
+namespace {
+
+// --lp_bound, --ranking, ... and --allocator, --hbm_contention, ... into
+// `request`.
+template <typename Request>
+absl::Status SetOptionsAndPhysics(Request& request) {
+  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_options(),
+                             PlannerOptionsFromFlags());
+  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_physics(), PhysicsFromFlags());
+  return absl::OkStatus();
+}
+
+// A call the service refused as invalid is a usage error; others failures.
+int ExitForCall(const absl::Status& status) {
+  return ExitFor(status, status.code() == absl::StatusCode::kInvalidArgument
+                             ? kUsageExit
+                             : kFailureExit);
+}
+
+}  // namespace
 
 int PlanCommand(Backend& backend) {
   int exit_code = 0;
@@ -158,20 +180,10 @@ int FrontierCommand(Backend& backend) {
       request.add_budget_fractions(f);
     }
   }
-  absl::StatusOr<v1::PlannerOptions> options = PlannerOptionsFromFlags();
-  if (!options.ok()) return ExitFor(options.status(), kUsageExit);
-  *request.mutable_options() = *options;
-  absl::StatusOr<v1::Physics> physics = PhysicsFromFlags();
-  if (!physics.ok()) return ExitFor(physics.status(), kUsageExit);
-  *request.mutable_physics() = *physics;
+  absl::Status flags = SetOptionsAndPhysics(request);
+  if (!flags.ok()) return ExitFor(flags, kUsageExit);
   absl::StatusOr<v1::FrontierResponse> response = backend.Frontier(request);
-  if (!response.ok()) {
-    const int code =
-        response.status().code() == absl::StatusCode::kInvalidArgument
-            ? kUsageExit
-            : kFailureExit;
-    return ExitFor(response.status(), code);
-  }
+  if (!response.ok()) return ExitForCall(response.status());
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << ToJson(*response) << "\n";
     return 0;
@@ -255,20 +267,10 @@ int NodeCommand(Backend& backend) {
     if (!generated.ok()) return ExitFor(generated.status(), kUsageExit);
     *job->mutable_trace() = std::move(*generated->mutable_trace());
   }
-  absl::StatusOr<v1::PlannerOptions> options = PlannerOptionsFromFlags();
-  if (!options.ok()) return ExitFor(options.status(), kUsageExit);
-  *request.mutable_options() = *options;
-  absl::StatusOr<v1::Physics> physics = PhysicsFromFlags();
-  if (!physics.ok()) return ExitFor(physics.status(), kUsageExit);
-  *request.mutable_physics() = *physics;
+  absl::Status flags = SetOptionsAndPhysics(request);
+  if (!flags.ok()) return ExitFor(flags, kUsageExit);
   absl::StatusOr<v1::PlanNodeResponse> response = backend.PlanNode(request);
-  if (!response.ok()) {
-    const int code =
-        response.status().code() == absl::StatusCode::kInvalidArgument
-            ? kUsageExit
-            : kFailureExit;
-    return ExitFor(response.status(), code);
-  }
+  if (!response.ok()) return ExitForCall(response.status());
   if (absl::GetFlag(FLAGS_json)) {
     v1::PlanNodeResponse printed = *response;
     printed.clear_planning_time_ns();

@@ -29,24 +29,42 @@ int64_t CachingAllocatorModel::SegmentBytes(int64_t rounded) {
 
 void CachingAllocatorModel::Insert(int32_t id) {
   const Block& b = blocks_[id];
-  const FreeKey key{b.size, b.segment, b.offset};
-  Pool(b.small).insert(key);
-  free_ids_[key] = id;
+  Pool(b.small).insert(FreeKey{b.size, b.segment, b.offset, id});
 }
 
 void CachingAllocatorModel::Erase(int32_t id) {
   const Block& b = blocks_[id];
-  const FreeKey key{b.size, b.segment, b.offset};
-  Pool(b.small).erase(key);
-  free_ids_.erase(key);
+  Pool(b.small).erase(FreeKey{b.size, b.segment, b.offset, id});
 }
 
-int32_t CachingAllocatorModel::NewBlock(int32_t segment, int64_t offset,
-                                        int64_t size, bool small) {
+int32_t CachingAllocatorModel::NewBlock(int32_t segment, int32_t after,
+                                        int64_t offset, int64_t size,
+                                        bool small) {
   const int32_t id = static_cast<int32_t>(blocks_.size());
-  blocks_.push_back({segment, offset, size, true, small});
-  segments_[segment].blocks[offset] = id;
+  Block block{segment, offset, size, true, small};
+  block.prev = after;
+  if (after >= 0) {
+    block.next = blocks_[after].next;
+    blocks_[after].next = id;
+  }
+  if (block.next >= 0) {
+    blocks_[block.next].prev = id;
+  } else {
+    segments_[segment].last = id;
+  }
+  blocks_.push_back(block);
   return id;
+}
+
+void CachingAllocatorModel::Absorb(int32_t id, int32_t next) {
+  Block& b = blocks_[id];
+  b.size += blocks_[next].size;
+  b.next = blocks_[next].next;
+  if (b.next >= 0) {
+    blocks_[b.next].prev = id;
+  } else {
+    segments_[b.segment].last = id;
+  }
 }
 
 bool CachingAllocatorModel::IsTail(int32_t id) const {
@@ -55,14 +73,14 @@ bool CachingAllocatorModel::IsTail(int32_t id) const {
 }
 
 int32_t CachingAllocatorModel::TakeCached(int64_t size, bool small) {
-  std::set<FreeKey>& pool = Pool(small);
+  absl::btree_set<FreeKey>& pool = Pool(small);
   // The smallest fitting block: the first key not less than (size, -, -).
-  auto it = pool.lower_bound(FreeKey{size, -1, -1});
+  auto it = pool.lower_bound(FreeKey{size, -1, -1, -1});
   if (it == pool.end()) return -1;
   // The growable tail goes last: any other fitting block is preferred.
-  if (IsTail(free_ids_.at(*it)) && std::next(it) != pool.end()) ++it;
-  const int32_t id = free_ids_.at(*it);
-  Erase(id);
+  if (IsTail(std::get<3>(*it)) && std::next(it) != pool.end()) ++it;
+  const int32_t id = std::get<3>(*it);
+  pool.erase(it);
   return id;
 }
 
@@ -74,7 +92,7 @@ int32_t CachingAllocatorModel::TakeNew(int64_t size, bool small) {
     const int32_t segment = static_cast<int32_t>(segments_.size());
     segments_.push_back({});
     reserved_ += bytes;
-    return NewBlock(segment, 0, bytes, small);
+    return NewBlock(segment, -1, 0, bytes, small);
   }
   int32_t& segment = pool_segment_[small ? 1 : 0];
   if (segment < 0) {
@@ -84,11 +102,8 @@ int32_t CachingAllocatorModel::TakeNew(int64_t size, bool small) {
   const int64_t page = small ? kSmallSegmentBytes : kLargeSegmentBytes;
   // The free tail, if any, and the pages that make the request fit.
   auto growth = [&](int32_t* tail) {
-    const Segment& s = segments_[segment];
-    *tail = -1;
-    if (!s.blocks.empty() && blocks_[s.blocks.rbegin()->second].free) {
-      *tail = s.blocks.rbegin()->second;
-    }
+    const int32_t last = segments_[segment].last;
+    *tail = last >= 0 && blocks_[last].free ? last : -1;
     const int64_t have = *tail < 0 ? 0 : blocks_[*tail].size;
     return RoundUp(size - have, page);
   };
@@ -103,7 +118,8 @@ int32_t CachingAllocatorModel::TakeNew(int64_t size, bool small) {
     Erase(tail);
     blocks_[tail].size += grow;
   } else {
-    tail = NewBlock(segment, segments_[segment].mapped_end, grow, small);
+    tail = NewBlock(segment, segments_[segment].last,
+                    segments_[segment].mapped_end, grow, small);
   }
   segments_[segment].mapped_end += grow;
   reserved_ += grow;
@@ -113,16 +129,15 @@ int32_t CachingAllocatorModel::TakeNew(int64_t size, bool small) {
 void CachingAllocatorModel::ReleaseCached() {
   for (int32_t seg = 0; seg < segments(); ++seg) {
     Segment& s = segments_[seg];
-    if (s.blocks.empty()) continue;
-    const int32_t last = s.blocks.rbegin()->second;
-    if (!blocks_[last].free) continue;
+    const int32_t last = s.last;
+    if (last < 0 || !blocks_[last].free) continue;
     Block& b = blocks_[last];
     if (!expandable()) {
       // A segment that is one free block goes back to the device.
-      if (s.blocks.size() != 1) continue;
+      if (b.prev >= 0) continue;
       Erase(last);
       reserved_ -= b.size;
-      s.blocks.clear();
+      s.last = -1;
       continue;
     }
     // The whole free pages at the end of the mapped part are unmapped.
@@ -134,7 +149,8 @@ void CachingAllocatorModel::ReleaseCached() {
     b.size -= s.mapped_end - new_end;
     s.mapped_end = new_end;
     if (b.size == 0) {
-      s.blocks.erase(b.offset);
+      s.last = b.prev;
+      if (b.prev >= 0) blocks_[b.prev].next = -1;
     } else {
       Insert(last);
     }
@@ -163,7 +179,7 @@ int32_t CachingAllocatorModel::Malloc(int64_t bytes) {
   if (split) {
     const Block& block = blocks_[id];
     const int32_t rest =
-        NewBlock(block.segment, block.offset + size, remaining, small);
+        NewBlock(block.segment, id, block.offset + size, remaining, small);
     blocks_[id].size = size;  // `block` may have moved with NewBlock
     Insert(rest);
   }
@@ -205,25 +221,17 @@ void CachingAllocatorModel::Free(int32_t allocation) {
   int32_t id = allocation_block_[allocation];
   allocated_ -= blocks_[id].size;
   blocks_[id].free = true;
-  std::map<int64_t, int32_t>& segment = segments_[blocks_[id].segment].blocks;
   // Merge with the next block, then with the previous one, when free.
-  auto at = segment.find(blocks_[id].offset);
-  auto next = std::next(at);
-  if (next != segment.end() && blocks_[next->second].free) {
-    Erase(next->second);
-    blocks_[id].size += blocks_[next->second].size;
-    segment.erase(next);
+  const int32_t next = blocks_[id].next;
+  if (next >= 0 && blocks_[next].free) {
+    Erase(next);
+    Absorb(id, next);
   }
-  at = segment.find(blocks_[id].offset);
-  if (at != segment.begin()) {
-    const auto prev = std::prev(at);
-    if (blocks_[prev->second].free) {
-      const int32_t before = prev->second;
-      Erase(before);
-      blocks_[before].size += blocks_[id].size;
-      segment.erase(at);
-      id = before;
-    }
+  const int32_t prev = blocks_[id].prev;
+  if (prev >= 0 && blocks_[prev].free) {
+    Erase(prev);
+    Absorb(prev, id);
+    id = prev;
   }
   Insert(id);
 }

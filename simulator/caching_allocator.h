@@ -42,11 +42,10 @@
 
 #include <cstdint>
 #include <limits>
-#include <map>
-#include <set>
 #include <tuple>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/types/span.h"
 
 namespace slackswap {
@@ -103,19 +102,29 @@ class CachingAllocatorModel {
     int64_t size = 0;
     bool free = true;
     bool small = false;
+    // The blocks before and after it in its segment (by offset), or -1.
+    int32_t prev = -1;
+    int32_t next = -1;
   };
   struct Segment {
-    std::map<int64_t, int32_t> blocks;  // by offset
-    int64_t mapped_end = 0;             // expandable: bytes mapped
+    int32_t last = -1;       // the block at its end; -1 when released
+    int64_t mapped_end = 0;  // expandable: bytes mapped
   };
-  // Free blocks of a pool in best-fit order: size, then segment, then offset.
-  using FreeKey = std::tuple<int64_t, int32_t, int64_t>;
+  // Free blocks of a pool in best-fit order: size, then segment, then
+  // offset; the block's id last (it orders nothing: (segment, offset) is
+  // unique).
+  using FreeKey = std::tuple<int64_t, int32_t, int64_t, int32_t>;
 
   bool expandable() const { return kind_ == AllocatorKind::kExpandable; }
-  std::set<FreeKey>& Pool(bool small) { return small ? small_ : large_; }
+  absl::btree_set<FreeKey>& Pool(bool small) { return small ? small_ : large_; }
   void Insert(int32_t block);
   void Erase(int32_t block);
-  int32_t NewBlock(int32_t segment, int64_t offset, int64_t size, bool small);
+  // A free block placed right after block `after` of `segment` (-1: as the
+  // segment's first and only block).
+  int32_t NewBlock(int32_t segment, int32_t after, int64_t offset, int64_t size,
+                   bool small);
+  // Block `id` takes in its free neighbour `next` (which goes away).
+  void Absorb(int32_t id, int32_t next);
   bool IsTail(int32_t block) const;
   // A cached block for a rounded request, or -1; taken out of its pool.
   int32_t TakeCached(int64_t size, bool small);
@@ -130,8 +139,7 @@ class CachingAllocatorModel {
   std::vector<Block> blocks_;  // by id; ids of merged blocks are retired
   std::vector<Segment> segments_;
   int32_t pool_segment_[2] = {-1, -1};  // expandable: [large, small]
-  std::set<FreeKey> small_, large_;
-  std::map<FreeKey, int32_t> free_ids_;
+  absl::btree_set<FreeKey> small_, large_;
   std::vector<int32_t> allocation_block_;  // allocation id -> block id
   int64_t allocated_ = 0;
   int64_t reserved_ = 0;

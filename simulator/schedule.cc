@@ -38,20 +38,21 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
     }
   }
 
-  // H2D order: earliest deadline first, ties by tensor id.
-  s.prefetch_order = s.offload_order;
-  std::sort(s.prefetch_order.begin(), s.prefetch_order.end(),
-            [&](int32_t a, int32_t b) {
-              return s.need_op[a] != s.need_op[b] ? s.need_op[a] < s.need_op[b]
-                                                  : a < b;
-            });
+  // H2D order: earliest deadline first, ties by tensor id. Csr::FromPairs
+  // is a stable counting sort: pairs listed by tensor id come out ordered by
+  // (row, tensor id), here and below.
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  for (int32_t t = 0; t < num_tensors; ++t) {
+    if (decisions[t] == Decision::kSwap) pairs.emplace_back(s.need_op[t], t);
+  }
+  s.prefetch_order = Csr::FromPairs(num_ops, pairs).items;
   s.prefetch_rank.assign(num_tensors, -1);
   for (size_t k = 0; k < s.prefetch_order.size(); ++k) {
     s.prefetch_rank[s.prefetch_order[k]] = static_cast<int32_t>(k);
   }
 
   // Rebuilds before their need, inputs first.
-  std::vector<std::pair<int32_t, int32_t>> pairs;
+  pairs.clear();
   for (int32_t t : trace.recompute_topological_order) {
     if (decisions[t] == Decision::kRecompute)
       pairs.emplace_back(s.need_op[t], t);
@@ -79,9 +80,7 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
     if (decisions[t] != Decision::kKeep)
       forward_pairs.emplace_back(tensor.last_forward_use, t);
   }
-  std::sort(pairs.begin(), pairs.end());
   s.release_after_step = Csr::FromPairs(s.num_steps, pairs);
-  std::sort(forward_pairs.begin(), forward_pairs.end());
   s.forward_release_after_op = Csr::FromPairs(num_ops, forward_pairs);
 
   // Inputs each step waits for.

@@ -20,7 +20,7 @@
 namespace slackswap {
 
 // The schedule a plan implies. Every array is indexed as documented; the
-// derivation is deterministic and O((ops + tensors + relations) log).
+// derivation is deterministic and O(ops + tensors + relations).
 struct Schedule {
   // Per tensor: for swapped and recomputed tensors, the first backward
   // operator that reads it directly or through a rebuild (its deadline);

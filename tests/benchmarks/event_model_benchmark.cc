@@ -63,6 +63,48 @@ void BM_ReplayGpt2XlMixedPlan(benchmark::State& state) {
 }
 BENCHMARK(BM_ReplayGpt2XlMixedPlan)->Unit(benchmark::kMicrosecond);
 
+// The same replay with node physics (2 GPUs behind one 25 GB/s uplink, HBM
+// contention): rates change at events, as the planner's replays see them.
+void BM_ReplayGpt2XlNodePhysics(benchmark::State& state) {
+  const Fixture& f = Gpt2Xl();
+  Hardware hardware = f.hardware;
+  hardware.gpus_per_uplink = 2;
+  hardware.uplink_d2h_bytes_per_second = 25'000'000'000;
+  hardware.uplink_h2d_bytes_per_second = 25'000'000'000;
+  hardware.hbm_contention = true;
+  const Schedule schedule = DeriveSchedule(f.trace, f.plan);
+  for (auto _ : state) {
+    SimulationResult r =
+        SimulateSchedule(f.trace, hardware, f.plan, schedule, f.options);
+    if (!r.feasible) state.SkipWithError("plan is infeasible");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_ReplayGpt2XlNodePhysics)->Unit(benchmark::kMicrosecond);
+
+// The same replay with the caching allocator observing (reserved peak).
+void BM_ReplayGpt2XlCachingAllocator(benchmark::State& state) {
+  const Fixture& f = Gpt2Xl();
+  SimulationOptions options = f.options;
+  options.allocator = AllocatorKind::kCaching;
+  const Schedule schedule = DeriveSchedule(f.trace, f.plan);
+  for (auto _ : state) {
+    SimulationResult r =
+        SimulateSchedule(f.trace, f.hardware, f.plan, schedule, options);
+    if (!r.feasible) state.SkipWithError("plan is infeasible");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_ReplayGpt2XlCachingAllocator)->Unit(benchmark::kMicrosecond);
+
+// The schedule a plan implies (once per candidate plan in the planners).
+void BM_DeriveScheduleGpt2Xl(benchmark::State& state) {
+  const Fixture& f = Gpt2Xl();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(DeriveSchedule(f.trace, f.plan));
+}
+BENCHMARK(BM_DeriveScheduleGpt2Xl)->Unit(benchmark::kMicrosecond);
+
 // Simulate as a caller sees it: plan validation, schedule derivation, replay.
 void BM_SimulateGpt2XlMixedPlan(benchmark::State& state) {
   const Fixture& f = Gpt2Xl();

@@ -97,7 +97,7 @@ SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
     return internal::SimulateRanks(trace, hardware, plan, schedule, options);
   }
   return internal::Replay(trace, hardware, plan, schedule, options,
-                          /*variable=*/false)
+                          internal::Rates::kFixed)
       .Run();
 }
 

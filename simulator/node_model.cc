@@ -92,39 +92,19 @@ void RunShared(
 SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
                                const Plan& plan, const Schedule& schedule,
                                const SimulationOptions& options) {
-  std::vector<Member> members;
   // Ranks that start together stay identical: one replay stands for all,
-  // and RunShared's loop reduces to this one.
-  const int32_t ranks = std::max(hardware.gpus_per_uplink, 1);
-  const bool together = hardware.rank_skew_ns == 0;
-  if (together) {
-    Replay replay(trace, hardware, plan, schedule, options, /*variable=*/true);
-    // A moving transfer shares the uplink with its twins on every rank.
-    const int64_t d2h = Share(hardware.d2h_bytes_per_second,
-                              hardware.uplink_d2h_bytes_per_second, ranks);
-    const int64_t h2d = Share(hardware.h2d_bytes_per_second,
-                              hardware.uplink_h2d_bytes_per_second, ranks);
-    while (true) {
-      replay.TryStart();
-      if (replay.done()) break;
-      replay.SetRates(d2h, h2d);
-      const int64_t next = replay.NextEvent();
-      if (next == kNever) {
-        replay.ReportInfeasible();
-        break;
-      }
-      replay.AdvanceTo(next);
-      replay.FinishDue();
-    }
-    return replay.Finish();
+  // each copy at its direction's even share of the uplink.
+  if (hardware.rank_skew_ns == 0) {
+    return Replay(trace, hardware, plan, schedule, options, Rates::kLockstep)
+        .Run();
   }
-  for (int32_t r = 0; r < (together ? 1 : ranks); ++r) {
+  std::vector<Member> members;
+  for (int32_t r = 0; r < std::max(hardware.gpus_per_uplink, 1); ++r) {
     Member m;
     m.replay = std::make_unique<Replay>(trace, hardware, plan, schedule,
-                                        options, /*variable=*/true);
+                                        options, Rates::kShared);
     m.hardware = &hardware;
-    m.multiplicity = together ? ranks : 1;
-    m.origin = together ? 0 : hardware.rank_skew_ns * r;
+    m.origin = hardware.rank_skew_ns * r;
     members.push_back(std::move(m));
   }
   std::vector<SimulationResult> results(members.size());
@@ -152,13 +132,14 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
 std::vector<NodeJobSteps> SimulateNode(const std::vector<NodeJob>& jobs,
                                        const Hardware& node, int steps) {
   using internal::Member;
+  using internal::Rates;
   using internal::Replay;
   std::vector<NodeJobSteps> out(jobs.size());
   std::vector<Member> members;
   auto fresh = [&](size_t j) {
     return std::make_unique<Replay>(*jobs[j].trace, node, *jobs[j].plan,
                                     *jobs[j].schedule, jobs[j].options,
-                                    /*variable=*/true);
+                                    Rates::kShared);
   };
   for (size_t j = 0; j < jobs.size(); ++j) {
     Member m;

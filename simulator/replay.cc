@@ -37,13 +37,14 @@ int64_t ContendedRate(int64_t flops, int64_t traffic, const Hardware& hardware,
 
 Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
                const Schedule& schedule, const SimulationOptions& options,
-               bool variable)
+               Rates rates)
     : trace_(trace),
       hw_(hardware),
       plan_(plan),
       s_(schedule),
       options_(options),
-      variable_(variable),
+      rates_(rates),
+      physics_(rates != Rates::kFixed),
       offloaded_(trace.tensors.size(), 0),
       forward_done_(trace.tensors.size(), 0),
       modelled_(options.allocator != AllocatorKind::kNone),
@@ -70,6 +71,10 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
     }
   }
   k_ = s_.rebuilds.begin[0];
+  const Hardware link =
+      rates == Rates::kLockstep ? LockstepShare(hardware) : hardware;
+  d2h_rate_ = link.d2h_bytes_per_second;
+  h2d_rate_ = link.h2d_bytes_per_second;
 }
 
 bool Replay::AllocateModelled(int32_t tensor) {
@@ -168,12 +173,20 @@ void Replay::TryStartCompute() {
                                    : trace_.ops[op_].duration_ns;
   compute_busy_ = true;
   compute_start_ = now_;
-  // (With variable rates SetRates moves the end as the rate changes.)
+  // (With variable rates the end moves as the rate changes.)
   compute_end_ = now_ + duration;
   compute_work_ = absl::int128(duration) * kWorkScale;
   compute_rate_ = kWorkScale;
   rated_copying_ = 0;  // the full rate is the rate without copies
   compute_since_ = now_;
+  if (rates_ == Rates::kLockstep) {
+    // Slowed by some copies only if slowed by both at once (the rate falls
+    // as the copies' bytes per second rise).
+    const Op& op = trace_.ops[op_];
+    compute_slowable_ = hw_.hbm_contention && !rebuild &&
+                        ContendedRate(op.flops, op.memory_traffic_bytes, hw_,
+                                      d2h_rate_ + h2d_rate_) < kWorkScale;
+  }
   Allocate(compute_alloc_);
   if (rebuild) {
     result_.recompute_ns += duration;
@@ -186,7 +199,7 @@ void Replay::TryStartCompute() {
 void Replay::FinishCompute() {
   compute_busy_ = false;
   compute_end_ = kNever;
-  if (variable_ && !StepIsRebuild()) {
+  if (physics_ && !StepIsRebuild()) {
     const int64_t slowed = now_ - compute_start_ - trace_.ops[op_].duration_ns;
     result_.contention_ns += slowed;
     RecordEnd(compute_event_, slowed);
@@ -225,10 +238,10 @@ void Replay::StartCopy(Copy& copy, int32_t tensor,
   copy.busy = true;
   copy.tensor = tensor;
   copy.start = now_;
-  if (variable_) {
+  copy.latency_end = now_ + hw_.transfer_latency_ns;
+  if (rates_ == Rates::kShared) {
     // The latency first; then the bytes, at the rates SetRates gives.
     copy.moving = false;
-    copy.latency_end = now_ + hw_.transfer_latency_ns;
     copy.work = absl::int128(size) * 1'000'000'000;
     copy.rate = 0;
     copy.since = now_;
@@ -242,7 +255,7 @@ void Replay::StartCopy(Copy& copy, int32_t tensor,
 
 void Replay::EndCopy(Copy& copy, int64_t link_bytes_per_second) {
   int64_t slowed = 0;
-  if (variable_) {
+  if (physics_) {
     const int64_t alone =
         TransferNs(trace_.tensors[copy.tensor].size_bytes,
                    link_bytes_per_second, hw_.transfer_latency_ns);
@@ -257,13 +270,13 @@ void Replay::TryStartD2H() {
   if (d2h_.busy || next_offload_ >= s_.offload_order.size()) return;
   const int32_t t = s_.offload_order[next_offload_];
   if (ops_done_ <= trace_.tensors[t].producer_op) return;
-  StartCopy(d2h_, t, hw_.d2h_bytes_per_second, TimelineKind::kOffload);
-  if (!variable_) result_.d2h_busy_ns += d2h_.end - now_;
+  StartCopy(d2h_, t, d2h_rate_, TimelineKind::kOffload);
+  if (rates_ != Rates::kShared) result_.d2h_busy_ns += d2h_.end - now_;
 }
 
 void Replay::FinishD2H() {
   const int32_t t = s_.offload_order[next_offload_++];
-  if (variable_) result_.d2h_busy_ns += now_ - d2h_.start;
+  if (rates_ == Rates::kShared) result_.d2h_busy_ns += now_ - d2h_.start;
   EndCopy(d2h_, hw_.d2h_bytes_per_second);
   ++offloads_done_;
   offloaded_[t] = 1;
@@ -290,23 +303,36 @@ void Replay::TryStartH2D() {
   }
   if (modelled_ && !AllocateModelled(t)) return;
   Allocate(size);
-  StartCopy(h2d_, t, hw_.h2d_bytes_per_second, TimelineKind::kPrefetch);
-  if (!variable_) result_.h2d_busy_ns += h2d_.end - now_;
+  StartCopy(h2d_, t, h2d_rate_, TimelineKind::kPrefetch);
+  if (rates_ != Rates::kShared) result_.h2d_busy_ns += h2d_.end - now_;
 }
 
 void Replay::FinishH2D() {
   ++next_prefetch_;
-  if (variable_) result_.h2d_busy_ns += now_ - h2d_.start;
+  if (rates_ == Rates::kShared) result_.h2d_busy_ns += now_ - h2d_.start;
   EndCopy(h2d_, hw_.h2d_bytes_per_second);
   ++prefetches_done_;
 }
 
 int64_t Replay::NextEvent() const {
-  return std::min({compute_busy_ ? compute_end_ : kNever, d2h_.end, h2d_.end});
+  int64_t next =
+      std::min({compute_busy_ ? compute_end_ : kNever, d2h_.end, h2d_.end});
+  if (compute_busy_ && compute_slowable_) {
+    // The op's rate changes where a copy starts moving.
+    for (const Copy* copy : {&d2h_, &h2d_}) {
+      if (copy->busy && copy->latency_end > now_)
+        next = std::min(next, copy->latency_end);
+    }
+  }
+  return next;
 }
 
 void Replay::AdvanceTo(int64_t t) {
-  if (variable_) {
+  if (compute_busy_ && compute_slowable_) {
+    compute_work_ -= absl::int128(t - compute_since_) * compute_rate_;
+    compute_since_ = t;
+  }
+  if (rates_ == Rates::kShared) {
     if (compute_busy_) {
       compute_work_ -= absl::int128(t - compute_since_) * compute_rate_;
       compute_since_ = t;
@@ -323,7 +349,7 @@ void Replay::AdvanceTo(int64_t t) {
 
 void Replay::FinishDue() {
   if (compute_busy_ && compute_end_ == now_) FinishCompute();
-  if (variable_) {
+  if (rates_ == Rates::kShared) {
     // A copy past its latency starts moving bytes (an empty one is done).
     for (Copy* copy : {&d2h_, &h2d_}) {
       if (copy->busy && !copy->moving && copy->latency_end == now_) {
@@ -353,6 +379,21 @@ void Replay::SetRates(int64_t d2h_bytes_per_second,
   rate_copy(h2d_, h2d_bytes_per_second);
   if (!compute_busy_ || !hw_.hbm_contention) return;
   if (copying == rated_copying_ || StepIsRebuild()) return;  // as it is
+  rated_copying_ = copying;
+  const Op& op = trace_.ops[op_];
+  const int64_t rate =
+      ContendedRate(op.flops, op.memory_traffic_bytes, hw_, copying);
+  if (rate == compute_rate_) return;
+  compute_rate_ = rate;
+  compute_end_ = compute_since_ + CeilDiv(compute_work_, compute_rate_);
+}
+
+void Replay::RateLockstep() {
+  if (!compute_busy_ || !compute_slowable_) return;
+  int64_t copying = 0;
+  if (d2h_.busy && d2h_.latency_end <= now_) copying += d2h_rate_;
+  if (h2d_.busy && h2d_.latency_end <= now_) copying += h2d_rate_;
+  if (copying == rated_copying_) return;
   rated_copying_ = copying;
   const Op& op = trace_.ops[op_];
   const int64_t rate =
@@ -406,6 +447,8 @@ SimulationResult Replay::Run() {
   while (true) {
     TryStart();
     if (done()) break;
+    // (As SetRates does with the rates of kShared.)
+    if (rates_ == Rates::kLockstep) RateLockstep();
     const int64_t next = NextEvent();
     if (next == kNever) {
       ReportInfeasible();

@@ -10,7 +10,10 @@
 // step and transfer has a fixed duration, fixed when it starts. With node
 // physics (a shared uplink, HBM contention) work progresses at rates that
 // the loop sets after every event (SetRates), and end times follow from the
-// remaining work: exact integers, as below.
+// remaining work: exact integers, as below. Ranks of one job in lockstep are
+// the case between: every transfer moves at the same share of the uplink
+// all along (so its end is known when it starts), and only an op that HBM
+// contention can slow changes its rate, when a copy starts moving or ends.
 #ifndef SLACKSWAP_SIMULATOR_REPLAY_H_
 #define SLACKSWAP_SIMULATOR_REPLAY_H_
 
@@ -44,15 +47,27 @@ inline constexpr int64_t kWorkScale = int64_t{1} << 16;
 int64_t ContendedRate(int64_t flops, int64_t traffic, const Hardware& hardware,
                       int64_t copy_bytes_per_second);
 
+// How transfer and op rates are set.
+enum class Rates : uint8_t {
+  // Every GPU has its own link and no copy slows an op: fixed durations.
+  kFixed,
+  // hardware.gpus_per_uplink ranks run the same plan in lockstep: each copy
+  // moves at LockstepShare(hardware)'s rate of its direction (its twins on
+  // the other ranks move at the same instants), and with HBM contention an
+  // op's rate follows this GPU's moving copies. Run() replays it alone.
+  kLockstep,
+  // Set by a loop that shares the uplink among replays (node_model.h):
+  // SetRates must be called after every TryStart and FinishDue.
+  kShared,
+};
+
 class Replay {
  public:
-  // `variable`: rates may change at events (node physics); SetRates must
-  // then be called after every TryStart and FinishDue.
   Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
          const Schedule& schedule, const SimulationOptions& options,
-         bool variable);
+         Rates rates);
 
-  // The whole iteration alone at constant rates (variable == false).
+  // The whole iteration alone (rates kFixed or kLockstep).
   SimulationResult Run();
 
   // Stepping (the loop: TryStart, SetRates, NextEvent, AdvanceTo,
@@ -73,11 +88,12 @@ class Replay {
   void FinishDue();
   // Nothing runs and steps remain: records why (the replay is then done).
   void ReportInfeasible();
-  // Whether each copy stream is moving bytes (past its latency) now.
+  // Whether each copy stream is moving bytes (past its latency) now (kShared).
   bool d2h_moving() const { return d2h_.busy && d2h_.moving; }
   bool h2d_moving() const { return h2d_.busy && h2d_.moving; }
   // Rates for the moving copies (bytes/s, > 0) and, with contention, the
-  // compute stream's rate that follows from them; recomputes end times.
+  // compute stream's rate that follows from them; recomputes end times
+  // (kShared).
   void SetRates(int64_t d2h_bytes_per_second, int64_t h2d_bytes_per_second);
   // The result; call once, when done.
   SimulationResult Finish();
@@ -90,8 +106,8 @@ class Replay {
     int64_t start = 0;
     int64_t end = kNever;
     size_t event = 0;  // its timeline entry
-    // Variable rates: the latency runs to latency_end; then `work` (bytes
-    // times 1e9) drains at `rate` bytes/s from `since`.
+    // The latency runs to latency_end (then the bytes move). kShared: then
+    // `work` (bytes times 1e9) drains at `rate` bytes/s from `since`.
     bool moving = false;
     int64_t latency_end = 0;
     absl::int128 work = 0;
@@ -109,6 +125,9 @@ class Replay {
   // Time a transfer took beyond what it takes alone on its own link.
   void EndCopy(Copy& copy, int64_t link_bytes_per_second);
   void FinishCompute();
+  // kLockstep: the compute stream's rate for the copies moving now, when
+  // contention can slow the running op.
+  void RateLockstep();
   void FinishD2H();
   void FinishH2D();
   void Allocate(int64_t bytes) {
@@ -154,7 +173,14 @@ class Replay {
   const Plan& plan_;
   const Schedule& s_;
   const SimulationOptions& options_;
-  const bool variable_;
+  const Rates rates_;
+  // Transfers and ops end as their rates vary (kLockstep, kShared): times
+  // beyond the profiled ones are reported (uplink wait, contention).
+  const bool physics_;
+  // Each direction's rate with kFixed and kLockstep (the link, or its
+  // lockstep share of the uplink).
+  int64_t d2h_rate_ = 0;
+  int64_t h2d_rate_ = 0;
   SimulationResult result_;
 
   // Barrier requirements per step (empty without barriers).
@@ -175,7 +201,9 @@ class Replay {
   size_t compute_event_ = 0;
   int64_t compute_alloc_ = 0;  // bytes the waiting step must allocate
   // Variable rates: the running step's remaining work (kWorkScale units per
-  // ns of profiled time), its rate, and since when.
+  // ns of profiled time), its rate, and since when (kShared; kLockstep while
+  // compute_slowable_: the op is one that contention can slow).
+  bool compute_slowable_ = false;
   absl::int128 compute_work_ = 0;
   int64_t compute_rate_ = kWorkScale;
   int64_t compute_since_ = 0;

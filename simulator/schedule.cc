@@ -1,7 +1,6 @@
 #include "simulator/schedule.h"
 
 #include <algorithm>
-#include <utility>
 
 namespace slackswap {
 
@@ -38,26 +37,21 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
     }
   }
 
-  // H2D order: earliest deadline first, ties by tensor id. Csr::FromPairs
-  // is a stable counting sort: pairs listed by tensor id come out ordered by
-  // (row, tensor id), here and below.
-  std::vector<std::pair<int32_t, int32_t>> pairs;
-  for (int32_t t = 0; t < num_tensors; ++t) {
-    if (decisions[t] == Decision::kSwap) pairs.emplace_back(s.need_op[t], t);
-  }
-  s.prefetch_order = Csr::FromPairs(num_ops, pairs).items;
+  // H2D order: earliest deadline first, ties by tensor id (Csr::FromRows
+  // lists a row's items by id).
+  std::vector<int32_t> row(num_tensors);
+  for (int32_t t = 0; t < num_tensors; ++t)
+    row[t] = decisions[t] == Decision::kSwap ? s.need_op[t] : -1;
+  s.prefetch_order = Csr::FromRows(num_ops, row).items;
   s.prefetch_rank.assign(num_tensors, -1);
   for (size_t k = 0; k < s.prefetch_order.size(); ++k) {
     s.prefetch_rank[s.prefetch_order[k]] = static_cast<int32_t>(k);
   }
 
   // Rebuilds before their need, inputs first.
-  pairs.clear();
-  for (int32_t t : trace.recompute_topological_order) {
-    if (decisions[t] == Decision::kRecompute)
-      pairs.emplace_back(s.need_op[t], t);
-  }
-  s.rebuilds = Csr::FromPairs(num_ops, pairs);
+  for (int32_t t = 0; t < num_tensors; ++t)
+    row[t] = decisions[t] == Decision::kRecompute ? s.need_op[t] : -1;
+  s.rebuilds = Csr::FromRows(num_ops, row, trace.recompute_topological_order);
   s.num_steps = num_ops + static_cast<int32_t>(s.rebuilds.items.size());
   std::vector<int32_t> rebuild_step(num_tensors, -1);
   for (int32_t o = 0; o < num_ops; ++o) {
@@ -67,21 +61,21 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
   }
 
   // Final release: after the last reader, operator or rebuild.
-  pairs.clear();
-  std::vector<std::pair<int32_t, int32_t>> forward_pairs;
   for (int32_t t = 0; t < num_tensors; ++t) {
-    const Tensor& tensor = trace.tensors[t];
-    int32_t last = s.OpStep(tensor.last_backward_use);
+    int32_t last = s.OpStep(trace.tensors[t].last_backward_use);
     for (int32_t r : trace.recompute_dependents.Row(t)) {
       if (decisions[r] == Decision::kRecompute)
         last = std::max(last, rebuild_step[r]);
     }
-    pairs.emplace_back(last, t);
-    if (decisions[t] != Decision::kKeep)
-      forward_pairs.emplace_back(tensor.last_forward_use, t);
+    row[t] = last;
   }
-  s.release_after_step = Csr::FromPairs(s.num_steps, pairs);
-  s.forward_release_after_op = Csr::FromPairs(num_ops, forward_pairs);
+  s.release_after_step = Csr::FromRows(s.num_steps, row);
+  // The forward copy of what is not kept: after its last forward use.
+  for (int32_t t = 0; t < num_tensors; ++t) {
+    row[t] = decisions[t] != Decision::kKeep ? trace.tensors[t].last_forward_use
+                                             : -1;
+  }
+  s.forward_release_after_op = Csr::FromRows(num_ops, row);
 
   // Inputs each step waits for.
   s.prefetches_needed.assign(s.num_steps, 0);

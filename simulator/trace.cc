@@ -14,4 +14,26 @@ Csr Csr::FromPairs(int32_t rows,
   return csr;
 }
 
+Csr Csr::FromRows(int32_t rows, absl::Span<const int32_t> row_of,
+                  absl::Span<const int32_t> order) {
+  Csr csr;
+  csr.begin.assign(static_cast<size_t>(rows) + 1, 0);
+  for (const int32_t row : row_of) {
+    if (row >= 0) ++csr.begin[row + 1];
+  }
+  for (int32_t i = 0; i < rows; ++i) csr.begin[i + 1] += csr.begin[i];
+  csr.items.resize(static_cast<size_t>(csr.begin[rows]));
+  std::vector<int32_t> next(csr.begin.begin(), csr.begin.end() - 1);
+  auto place = [&](int32_t item) {
+    const int32_t row = row_of[item];
+    if (row >= 0) csr.items[next[row]++] = item;
+  };
+  if (order.empty()) {
+    for (int32_t i = 0; i < static_cast<int32_t>(row_of.size()); ++i) place(i);
+  } else {
+    for (const int32_t i : order) place(i);
+  }
+  return csr;
+}
+
 }  // namespace slackswap

@@ -76,6 +76,11 @@ struct Csr {
   // order of `pairs`. O(rows + pairs).
   static Csr FromPairs(int32_t rows,
                        const std::vector<std::pair<int32_t, int32_t>>& pairs);
+  // Builds the relation in which row r lists every item i with row_of[i] ==
+  // r (-1: in no row), in the order of `order` (every item once), or
+  // ascending when `order` is empty. O(rows + items).
+  static Csr FromRows(int32_t rows, absl::Span<const int32_t> row_of,
+                      absl::Span<const int32_t> order = {});
 };
 
 struct Trace {

@@ -7,6 +7,8 @@
 #include "service/trace_convert.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
+#include "simulator/node_model.h"
+#include "simulator/replay.h"
 #include "simulator/schedule.h"
 #include "simulator/workload.h"
 #include "tests/simulator/random_plans.h"
@@ -226,6 +228,54 @@ TEST(EventModelPropertyTest, NodePhysicsIsExactAndAccountsForEveryNs) {
     }
   }
   EXPECT_GT(slowed, 5);
+}
+
+// Ranks in lockstep are replayed once, each copy at its share of the uplink
+// and its end known when it starts; the loop that shares the uplink among
+// replays (what skewed ranks and jobs on one node use) must agree with it to
+// the byte, timeline and slowdowns included.
+TEST(EventModelPropertyTest, LockstepRanksReplayAsTheSharedUplinkLoopDoes) {
+  std::mt19937_64 rng(20261203);
+  int slowed = 0, contended = 0;
+  for (const Workload& w : Workloads()) {
+    const int64_t peak = AllKeepPeakBytes(w.trace);
+    for (int trial = 0; trial < 12; ++trial) {
+      SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
+      const Plan plan = RandomPlan(w.trace, trial % 4 == 3, rng);
+      SimulationOptions options;
+      options.budget_bytes = static_cast<int64_t>(peak * (0.4 + 0.05 * trial));
+      options.per_layer_barriers = trial % 4 == 3;
+      options.record_timeline = true;
+      Hardware hw = w.hardware;
+      hw.gpus_per_uplink = 2 + trial % 3;
+      hw.uplink_d2h_bytes_per_second = w.hardware.d2h_bytes_per_second;
+      hw.uplink_h2d_bytes_per_second = w.hardware.h2d_bytes_per_second * 3 / 2;
+      hw.hbm_contention = trial % 2 == 0 && hw.hbm_bytes_per_second >=
+                                                2 * (hw.d2h_bytes_per_second +
+                                                     hw.h2d_bytes_per_second);
+      const SimulationResult lockstep = *Simulate(w.trace, hw, plan, options);
+
+      const Schedule schedule = DeriveSchedule(w.trace, plan);
+      std::vector<internal::Member> members(1);
+      members[0].replay = std::make_unique<internal::Replay>(
+          w.trace, hw, plan, schedule, options, internal::Rates::kShared);
+      members[0].hardware = &hw;
+      members[0].multiplicity = hw.gpus_per_uplink;
+      SimulationResult shared;
+      internal::RunShared(
+          members, hw,
+          [&](size_t, int64_t, SimulationResult r) { shared = std::move(r); });
+      EXPECT_EQ(MetricsToProto(lockstep).SerializeAsString(),
+                MetricsToProto(shared).SerializeAsString());
+      EXPECT_EQ(TimelineToProto(lockstep).SerializeAsString(),
+                TimelineToProto(shared).SerializeAsString());
+      if (lockstep.uplink_wait_ns > 0) ++slowed;
+      if (lockstep.contention_ns > 0) ++contended;
+    }
+  }
+  // The cases exercise both: copies slowed by their twins, ops by copies.
+  EXPECT_GT(slowed, 10);
+  EXPECT_GT(contended, 5);
 }
 
 TEST(EventModelPropertyTest, AllKeepWithUnlimitedMemoryIsTheSumOfDurations) {

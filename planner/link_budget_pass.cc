@@ -52,19 +52,18 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
   // end of the forward pass; a trace whose peak comes earlier (or late in a
   // long backward pass) gets earlier (or later) deadlines.
   const int32_t num_ops = trace.num_ops();
-  MaxSegmentTree all_keep(num_ops, 0);
-  {
-    std::vector<int64_t> diff(num_ops + 1, 0);
-    for (const Tensor& t : trace.tensors) {
-      diff[t.producer_op] += t.size_bytes;
-      diff[t.last_backward_use + 1] -= t.size_bytes;
-    }
-    int64_t running = 0;
-    for (int32_t o = 0; o < num_ops; ++o) {
-      running += diff[o];
-      all_keep.Add(o, o + 1, running + trace.ops[o].workspace_bytes);
-    }
+  std::vector<int64_t> held(num_ops + 1, 0);
+  for (const Tensor& t : trace.tensors) {
+    held[t.producer_op] += t.size_bytes;
+    held[t.last_backward_use + 1] -= t.size_bytes;
   }
+  int64_t running = 0;
+  for (int32_t o = 0; o < num_ops; ++o) {
+    running += held[o];
+    held[o] = running + trace.ops[o].workspace_bytes;
+  }
+  held.pop_back();
+  const MaxSegmentTree all_keep(held);
 
   std::vector<int32_t> candidates;
   std::vector<int64_t> deadline(trace.tensors.size(), 0);

@@ -27,6 +27,13 @@ constexpr int kScannedDependents = 16;
 constexpr int32_t kNoMin = std::numeric_limits<int32_t>::max();
 constexpr int32_t kNoMax = std::numeric_limits<int32_t>::min();
 
+std::vector<int64_t> Workspaces(const Trace& trace) {
+  std::vector<int64_t> bytes(trace.ops.size());
+  for (size_t o = 0; o < trace.ops.size(); ++o)
+    bytes[o] = trace.ops[o].workspace_bytes;
+  return bytes;
+}
+
 }  // namespace
 
 PlanDraft::PlanDraft(const Trace& trace)
@@ -36,12 +43,9 @@ PlanDraft::PlanDraft(const Trace& trace)
       release_(trace.tensors.size()),
       forward_free_(trace.tensors.size(), 0),
       lifetime_(trace.tensors.size()),
-      profile_(trace.num_ops(), 0),
+      profile_(Workspaces(trace)),
       row_slots_(trace.tensors.size(), -1),
       published_(trace.tensors.size(), -1) {
-  for (int32_t o = 0; o < trace.num_ops(); ++o) {
-    profile_.Add(o, o + 1, trace.ops[o].workspace_bytes);
-  }
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
     const int32_t dependents =
         static_cast<int32_t>(trace.recompute_dependents.Row(t).size());

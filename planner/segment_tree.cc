@@ -5,46 +5,47 @@
 namespace slackswap {
 
 MaxSegmentTree::MaxSegmentTree(int n, int64_t initial)
-    : n_(n),
-      max_(4 * static_cast<size_t>(std::max(n, 1))),
-      add_(max_.size(), 0),
-      arg_(max_.size(), -1) {
-  if (n_ > 0) Build(1, 0, n_, initial);
+    : MaxSegmentTree(
+          std::vector<int64_t>(static_cast<size_t>(std::max(n, 0)), initial)) {}
+
+MaxSegmentTree::MaxSegmentTree(absl::Span<const int64_t> values)
+    : n_(static_cast<int>(values.size())) {
+  while (leaves_ < values.size()) leaves_ *= 2;
+  // Leaves past n hold -infinity: no addition reaches them, none wins.
+  max_.assign(2 * leaves_, kNegativeInfinity);
+  add_.assign(2 * leaves_, 0);
+  arg_.assign(2 * leaves_, -1);
+  for (size_t i = 0; i < values.size(); ++i) {
+    max_[leaves_ + i] = values[i];
+    arg_[leaves_ + i] = static_cast<int32_t>(i);
+  }
+  BuildInternal();
 }
 
-void MaxSegmentTree::Build(int node, int lo, int hi, int64_t initial) {
-  max_[node] = initial;
-  arg_[node] = lo;
-  if (hi - lo == 1) return;
-  const int mid = (lo + hi) / 2;
-  Build(2 * node, lo, mid, initial);
-  Build(2 * node + 1, mid, hi, initial);
+void MaxSegmentTree::BuildInternal() {
+  for (size_t p = leaves_ - 1; p >= 1; --p) Pull(p);
 }
 
 void MaxSegmentTree::Add(int lo, int hi, int64_t delta) {
   lo = std::max(lo, 0);
   hi = std::min(hi, n_);
-  if (lo < hi && delta != 0) Add(1, 0, n_, lo, hi, delta);
-}
-
-void MaxSegmentTree::Add(int node, int lo, int hi, int qlo, int qhi,
-                         int64_t delta) {
-  if (qlo <= lo && hi <= qhi) {
-    max_[node] += delta;
-    add_[node] += delta;
-    return;
+  if (lo >= hi || delta == 0) return;
+  // The canonical nodes of [lo, hi) take the addition; their ancestors are
+  // then pulled again, from both ends of the range.
+  size_t l = leaves_ + static_cast<size_t>(lo);
+  size_t r = leaves_ + static_cast<size_t>(hi);
+  const size_t first = l, last = r - 1;
+  auto apply = [&](size_t p) {
+    max_[p] += delta;
+    if (p < leaves_) add_[p] += delta;
+  };
+  for (; l < r; l >>= 1, r >>= 1) {
+    if (l & 1) apply(l++);
+    if (r & 1) apply(--r);
   }
-  const int mid = (lo + hi) / 2;
-  if (qlo < mid) Add(2 * node, lo, mid, qlo, qhi, delta);
-  if (qhi > mid) Add(2 * node + 1, mid, hi, qlo, qhi, delta);
-  const int left = 2 * node, right = 2 * node + 1;
-  // Ties go left, so the reported position is the leftmost maximum.
-  if (max_[left] >= max_[right]) {
-    max_[node] = max_[left] + add_[node];
-    arg_[node] = arg_[left];
-  } else {
-    max_[node] = max_[right] + add_[node];
-    arg_[node] = arg_[right];
+  for (size_t p = first >> 1; p >= 1; p >>= 1) Pull(p);
+  if ((last >> 1) != (first >> 1)) {
+    for (size_t p = last >> 1; p >= 1; p >>= 1) Pull(p);
   }
 }
 
@@ -52,21 +53,42 @@ std::pair<int64_t, int> MaxSegmentTree::Max(int lo, int hi) const {
   lo = std::max(lo, 0);
   hi = std::min(hi, n_);
   if (lo >= hi) return {kNegativeInfinity, -1};
-  return Max(1, 0, n_, lo, hi);
-}
-
-std::pair<int64_t, int> MaxSegmentTree::Max(int node, int lo, int hi, int qlo,
-                                            int qhi) const {
-  if (qlo <= lo && hi <= qhi) return {max_[node], arg_[node]};
-  const int mid = (lo + hi) / 2;
-  std::pair<int64_t, int> best{kNegativeInfinity, -1};
-  if (qlo < mid) best = Max(2 * node, lo, mid, qlo, qhi);
-  if (qhi > mid) {
-    const std::pair<int64_t, int> right = Max(2 * node + 1, mid, hi, qlo, qhi);
-    if (best.second < 0 || right.first > best.first) best = right;
+  // Canonical nodes from both ends inwards. After each climb, what the left
+  // side has taken lies under node l - 1 and what the right side has taken
+  // under node r, so each side adds that node's pending addition; a node
+  // taken next is the sibling of that one, with the same ancestors from
+  // there on, so every comparison sees equal shifts.
+  size_t l = leaves_ + static_cast<size_t>(lo);
+  size_t r = leaves_ + static_cast<size_t>(hi);
+  std::pair<int64_t, int> left{kNegativeInfinity, -1};
+  std::pair<int64_t, int> right{kNegativeInfinity, -1};
+  for (; l < r; l >>= 1, r >>= 1) {
+    if (l & 1) {
+      // Ties go to what is already on the left.
+      if (left.second < 0 || max_[l] > left.first) left = {max_[l], arg_[l]};
+      ++l;
+    }
+    if (r & 1) {
+      --r;
+      // Ties go to the new node: it lies left of what the right side has.
+      if (right.second < 0 || max_[r] >= right.first) {
+        right = {max_[r], arg_[r]};
+      }
+    }
+    if (left.second >= 0) left.first += add_[(l >> 1) - 1];
+    if (right.second >= 0) right.first += add_[r >> 1];
   }
-  best.first += add_[node];
-  return best;
+  // Up to the root: the additions pending above both.
+  for (size_t p = ((l - 1) >> 1); left.second >= 0 && p >= 1; p >>= 1) {
+    left.first += add_[p];
+  }
+  for (size_t p = r >> 1; right.second >= 0 && p >= 1; p >>= 1) {
+    right.first += add_[p];
+  }
+  if (right.second < 0 || (left.second >= 0 && left.first >= right.first)) {
+    return left;
+  }
+  return right;
 }
 
 }  // namespace slackswap

@@ -1,9 +1,10 @@
 // File: segment_tree.h
 //
-// A segment tree over n int64 values with lazy range addition and range
-// maximum (with the leftmost position of the maximum). Every operation is
-// O(log n); the tree holds 4n values. Used by the planners for memory profiles
-// (resident bytes per operator) and link slack.
+// A segment tree over n int64 values with range addition and range maximum
+// (with the leftmost position of the maximum). Every operation is O(log n),
+// iterative; the tree holds 2m values and 2m positions for the power of two
+// m >= n. Used by the planners for memory profiles (resident bytes per
+// operator) and link slack.
 #ifndef SLACKSWAP_PLANNER_SEGMENT_TREE_H_
 #define SLACKSWAP_PLANNER_SEGMENT_TREE_H_
 
@@ -11,6 +12,8 @@
 #include <limits>
 #include <utility>
 #include <vector>
+
+#include "absl/types/span.h"
 
 namespace slackswap {
 
@@ -21,6 +24,8 @@ class MaxSegmentTree {
 
   // n values, all `initial`.
   explicit MaxSegmentTree(int n, int64_t initial = 0);
+  // The values given, in O(n).
+  explicit MaxSegmentTree(absl::Span<const int64_t> values);
 
   int size() const { return n_; }
   // Adds `delta` to every value in [lo, hi). Empty ranges are ignored.
@@ -32,16 +37,23 @@ class MaxSegmentTree {
   int64_t Get(int i) const { return Max(i, i + 1).first; }
 
  private:
-  void Build(int node, int lo, int hi, int64_t initial);
-  void Add(int node, int lo, int hi, int qlo, int qhi, int64_t delta);
-  std::pair<int64_t, int> Max(int node, int lo, int hi, int qlo, int qhi) const;
+  // Node p's maximum and position from its children (ties go left).
+  void Pull(size_t p) {
+    const size_t c = max_[2 * p] >= max_[2 * p + 1] ? 2 * p : 2 * p + 1;
+    max_[p] = max_[c] + add_[p];
+    arg_[p] = arg_[c];
+  }
+  void BuildInternal();
 
   int n_;
-  std::vector<int64_t>
-      max_;  // max of the subtree, including its own pending add
-  std::vector<int64_t> add_;  // addition pending for the whole subtree
-  std::vector<int32_t>
-      arg_;  // leftmost position of the max (without ancestors' adds)
+  size_t leaves_ = 1;  // m: leaf i is node m + i; node 1 is the root
+  // Per node: the maximum of its subtree with every addition made to a
+  // range covering the node or part of it, but not those pending at its
+  // ancestors; the addition pending for its whole subtree (internal nodes);
+  // the leftmost position of its maximum.
+  std::vector<int64_t> max_;
+  std::vector<int64_t> add_;
+  std::vector<int32_t> arg_;
 };
 
 }  // namespace slackswap

@@ -23,7 +23,7 @@ std::pair<int64_t, int> BruteMax(const std::vector<int64_t>& v, int lo,
 
 TEST(MaxSegmentTreeTest, MatchesAnArrayOnRandomOperations) {
   std::mt19937_64 random(42);
-  for (int n : {1, 2, 3, 7, 64, 100}) {
+  for (int n : {1, 2, 3, 7, 64, 100, 129}) {
     SCOPED_TRACE(n);
     const int64_t initial = static_cast<int64_t>(random() % 9) - 4;
     MaxSegmentTree tree(n, initial);
@@ -45,6 +45,29 @@ TEST(MaxSegmentTreeTest, MatchesAnArrayOnRandomOperations) {
     }
     EXPECT_EQ(tree.Max(), BruteMax(values, 0, n));
     for (int i = 0; i < n; ++i) EXPECT_EQ(tree.Get(i), values[i]);
+  }
+}
+
+TEST(MaxSegmentTreeTest, BuiltFromValuesMatchesAnArray) {
+  std::mt19937_64 random(7);
+  for (int n : {0, 1, 5, 33, 128, 200}) {
+    SCOPED_TRACE(n);
+    std::vector<int64_t> values(n);
+    for (int64_t& v : values) v = static_cast<int64_t>(random() % 5);
+    MaxSegmentTree tree(values);
+    ASSERT_EQ(tree.size(), n);
+    for (int step = 0; step < 500; ++step) {
+      int lo = static_cast<int>(random() % (n + 1));
+      int hi = static_cast<int>(random() % (n + 1));
+      if (lo > hi) std::swap(lo, hi);
+      if (step % 3 == 0) {
+        const int64_t delta = static_cast<int64_t>(random() % 5) - 2;
+        tree.Add(lo, hi, delta);
+        for (int i = lo; i < hi; ++i) values[i] += delta;
+      }
+      ASSERT_EQ(tree.Max(lo, hi), BruteMax(values, lo, hi))
+          << "[" << lo << ", " << hi << ") step " << step;
+    }
   }
 }
 

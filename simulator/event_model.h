@@ -57,6 +57,13 @@ struct SimulationOptions {
   // allocator cannot serve within it (after releasing its cached memory)
   // waits, as for memory.
   bool budget_reserved = false;
+  // Planners comparing candidates: the replay stops as soon as the iteration
+  // is certain to take at least this long (the time so far plus the profiled
+  // durations of the steps not started: nothing runs faster than profiled).
+  // The result is then infeasible with `cut_off` set. Lockstep and
+  // single-GPU replays only (ranks with skew replay in full).
+  int64_t cutoff_ns = kNoCutoff;
+  static constexpr int64_t kNoCutoff = std::numeric_limits<int64_t>::max();
 };
 
 enum class WaitCause : uint8_t { kNone, kMemory, kPrefetch, kBarrier };
@@ -96,6 +103,9 @@ struct TimelineEvent {
 struct SimulationResult {
   bool feasible = true;
   Infeasibility infeasibility;  // meaningful when !feasible
+  // Stopped at SimulationOptions::cutoff_ns (then !feasible): not a verdict
+  // on the plan, only that it cannot beat the cutoff.
+  bool cut_off = false;
 
   int64_t iteration_ns = 0;
   int64_t ideal_ns = 0;

@@ -56,6 +56,7 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
   if (modelled_) allocation_.assign(trace.tensors.size(), -1);
   result_.budget_bytes = options_.budget_bytes;
   result_.ideal_ns = trace_.ideal_ns;
+  unstarted_ns_ = trace_.ideal_ns;
   for (size_t t = 0; t < trace_.tensors.size(); ++t) {
     const int64_t size = trace_.tensors[t].size_bytes;
     switch (plan_.decisions[t]) {
@@ -67,6 +68,7 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
         break;
       case Decision::kRecompute:
         result_.recomputed_bytes += size;
+        unstarted_ns_ += trace_.tensors[t].recompute_ns;  // rebuilt once
         break;
     }
   }
@@ -173,6 +175,8 @@ void Replay::TryStartCompute() {
                                    : trace_.ops[op_].duration_ns;
   compute_busy_ = true;
   compute_start_ = now_;
+  unstarted_ns_ -= duration;
+  compute_earliest_end_ = now_ + duration;
   // (With variable rates the end moves as the rate changes.)
   compute_end_ = now_ + duration;
   compute_work_ = absl::int128(duration) * kWorkScale;
@@ -447,6 +451,19 @@ SimulationResult Replay::Run() {
   while (true) {
     TryStart();
     if (done()) break;
+    // Nothing runs faster than profiled: the compute stream still has the
+    // running step's rest and every step not started.
+    const int64_t earliest =
+        std::max(now_, compute_busy_ ? compute_earliest_end_ : now_) +
+        unstarted_ns_;
+    if (earliest >= options_.cutoff_ns) {
+      result_.feasible = false;
+      result_.cut_off = true;
+      result_.infeasibility.reason = absl::StrCat(
+          "stopped at ", now_, " ns: the iteration takes at least ", earliest,
+          " ns, not under the cutoff of ", options_.cutoff_ns);
+      break;
+    }
     // (As SetRates does with the rates of kShared.)
     if (rates_ == Rates::kLockstep) RateLockstep();
     const int64_t next = NextEvent();

@@ -189,6 +189,10 @@ class Replay {
 
   int64_t now_ = 0;
   int64_t resident_ = 0;
+  // For the cutoff: the profiled durations of the steps not started yet,
+  // and the earliest the running step can end (its start plus its own).
+  int64_t unstarted_ns_ = 0;
+  int64_t compute_earliest_end_ = 0;
   int32_t ops_done_ = 0;
 
   // Compute stream: the next step is rebuild k_ (if StepIsRebuild()) or op_.

@@ -278,6 +278,78 @@ TEST(EventModelPropertyTest, LockstepRanksReplayAsTheSharedUplinkLoopDoes) {
   EXPECT_GT(contended, 5);
 }
 
+// The cutoff stops only replays that cannot finish under it, and changes
+// nothing else: past the iteration it is the full replay byte for byte.
+TEST(EventModelPropertyTest, ACutoffStopsOnlyWhatCannotFinishUnderIt) {
+  std::mt19937_64 rng(20261204);
+  int cut = 0, cut_at_start = 0;
+  for (const Workload& w : Workloads()) {
+    const int64_t peak = AllKeepPeakBytes(w.trace);
+    for (int trial = 0; trial < 12; ++trial) {
+      SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
+      const Plan plan = RandomPlan(w.trace, trial % 4 == 3, rng);
+      SimulationOptions options;
+      options.budget_bytes = static_cast<int64_t>(peak * (0.4 + 0.05 * trial));
+      options.per_layer_barriers = trial % 4 == 3;
+      Hardware hw = w.hardware;
+      if (trial % 2 == 1) {  // ranks in lockstep, contended
+        hw.gpus_per_uplink = 2;
+        hw.uplink_d2h_bytes_per_second = hw.d2h_bytes_per_second;
+        hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second;
+        hw.hbm_contention =
+            hw.hbm_bytes_per_second >=
+            2 * (hw.d2h_bytes_per_second + hw.h2d_bytes_per_second);
+      }
+      const SimulationResult full = *Simulate(w.trace, hw, plan, options);
+      EXPECT_FALSE(full.cut_off);
+      int64_t steps_ns = w.trace.ideal_ns;
+      for (int32_t t = 0; t < w.trace.num_tensors(); ++t) {
+        if (plan.decisions[t] == Decision::kRecompute)
+          steps_ns += w.trace.tensors[t].recompute_ns;
+      }
+      if (!full.feasible) {
+        // Stuck: stopped where it got stuck, or before.
+        options.cutoff_ns = full.iteration_ns + 1;
+        const SimulationResult r = *Simulate(w.trace, hw, plan, options);
+        EXPECT_FALSE(r.feasible);
+        EXPECT_LE(r.iteration_ns, full.iteration_ns);
+        if (!r.cut_off) {
+          EXPECT_EQ(MetricsToProto(r).SerializeAsString(),
+                    MetricsToProto(full).SerializeAsString());
+        }
+        continue;
+      }
+      // Above the iteration: no effect.
+      options.cutoff_ns = full.iteration_ns + 1;
+      const SimulationResult above = *Simulate(w.trace, hw, plan, options);
+      EXPECT_EQ(MetricsToProto(above).SerializeAsString(),
+                MetricsToProto(full).SerializeAsString());
+      // At or below the iteration: stopped, or finished no sooner.
+      for (int64_t cutoff : {full.iteration_ns, full.iteration_ns - 1,
+                             (steps_ns + full.iteration_ns) / 2, steps_ns}) {
+        options.cutoff_ns = cutoff;
+        const SimulationResult r = *Simulate(w.trace, hw, plan, options);
+        if (r.cut_off) {
+          ++cut;
+          EXPECT_FALSE(r.feasible);
+          EXPECT_LE(r.iteration_ns, full.iteration_ns);
+          if (cutoff == steps_ns) {
+            EXPECT_EQ(r.iteration_ns, 0);
+            ++cut_at_start;
+          }
+        } else {
+          EXPECT_EQ(MetricsToProto(r).SerializeAsString(),
+                    MetricsToProto(full).SerializeAsString());
+          EXPECT_TRUE(!r.feasible || r.iteration_ns >= cutoff);
+          EXPECT_GT(cutoff, steps_ns);
+        }
+      }
+    }
+  }
+  EXPECT_GT(cut, 50);
+  EXPECT_GT(cut_at_start, 10);
+}
+
 TEST(EventModelPropertyTest, AllKeepWithUnlimitedMemoryIsTheSumOfDurations) {
   for (const Workload& w : Workloads()) {
     absl::StatusOr<SimulationResult> r =

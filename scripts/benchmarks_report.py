@@ -14,6 +14,12 @@ import sys
 SIMULATOR = [
     ("BM_ReplayGpt2XlMixedPlan", "replay of the GPT-2 XL trace under a mixed plan (schedule "
      "derived once, as a planner's inner loop)", 0.2),
+    ("BM_ReplayGpt2XlNodePhysics", "the same replay with node physics: 2 GPUs in lockstep behind "
+     "one 25 GB/s uplink, HBM contention", None),
+    ("BM_ReplayGpt2XlCachingAllocator", "the same replay with the caching allocator observing "
+     "(reserved peak)", None),
+    ("BM_DeriveScheduleGpt2Xl", "the schedule the mixed plan implies (once per candidate plan "
+     "in the planners)", None),
     ("BM_SimulateGpt2XlMixedPlan", "Simulate as callers see it: plan validation, schedule "
      "derivation and replay", 0.2),
     ("BM_SimulateGpt2XlWithTimeline", "the same, recording the full timeline", None),

@@ -74,7 +74,7 @@ bool CachingAllocatorModel::IsTail(int32_t id) const {
 
 int32_t CachingAllocatorModel::TakeCached(int64_t size, bool small) {
   absl::btree_set<FreeKey>& pool = Pool(small);
-  // The smallest fitting block: the first key not less than (size, -, -).
+  // The smallest fitting block: the first key not less than (size, -, -, -).
   auto it = pool.lower_bound(FreeKey{size, -1, -1, -1});
   if (it == pool.end()) return -1;
   // The growable tail goes last: any other fitting block is preferred.

@@ -381,15 +381,8 @@ void Replay::SetRates(int64_t d2h_bytes_per_second,
   };
   rate_copy(d2h_, d2h_bytes_per_second);
   rate_copy(h2d_, h2d_bytes_per_second);
-  if (!compute_busy_ || !hw_.hbm_contention) return;
-  if (copying == rated_copying_ || StepIsRebuild()) return;  // as it is
-  rated_copying_ = copying;
-  const Op& op = trace_.ops[op_];
-  const int64_t rate =
-      ContendedRate(op.flops, op.memory_traffic_bytes, hw_, copying);
-  if (rate == compute_rate_) return;
-  compute_rate_ = rate;
-  compute_end_ = compute_since_ + CeilDiv(compute_work_, compute_rate_);
+  if (!compute_busy_ || !hw_.hbm_contention || StepIsRebuild()) return;
+  RateCompute(copying);
 }
 
 void Replay::RateLockstep() {
@@ -397,7 +390,11 @@ void Replay::RateLockstep() {
   int64_t copying = 0;
   if (d2h_.busy && d2h_.latency_end <= now_) copying += d2h_rate_;
   if (h2d_.busy && h2d_.latency_end <= now_) copying += h2d_rate_;
-  if (copying == rated_copying_) return;
+  RateCompute(copying);
+}
+
+void Replay::RateCompute(int64_t copying) {
+  if (copying == rated_copying_) return;  // as it is
   rated_copying_ = copying;
   const Op& op = trace_.ops[op_];
   const int64_t rate =

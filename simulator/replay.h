@@ -128,6 +128,9 @@ class Replay {
   // kLockstep: the compute stream's rate for the copies moving now, when
   // contention can slow the running op.
   void RateLockstep();
+  // The running op's rate while this GPU's copies move `copying` bytes/s
+  // (with contention; not for a rebuild), and its end from its work left.
+  void RateCompute(int64_t copying);
   void FinishD2H();
   void FinishH2D();
   void Allocate(int64_t bytes) {

@@ -24,6 +24,16 @@ std::vector<Workload> Workloads() {
   return SmallWorkloads(3, {"titan-x", "a100", "h100", "gh200"});
 }
 
+// Trial `trial` of a sweep over random plans: a budget from 40% of the
+// all-keep peak up, per-layer barriers every fourth trial (as the plan is
+// drawn with them).
+SimulationOptions SweepOptions(int64_t peak, int trial) {
+  SimulationOptions options;
+  options.budget_bytes = static_cast<int64_t>(peak * (0.4 + 0.05 * trial));
+  options.per_layer_barriers = trial % 4 == 3;
+  return options;
+}
+
 // Checks every invariant that ties the timeline to the metrics.
 void CheckConsistency(const Trace& trace, const Plan& plan,
                       const SimulationResult& r) {
@@ -193,9 +203,7 @@ TEST(EventModelPropertyTest, NodePhysicsIsExactAndAccountsForEveryNs) {
     for (int trial = 0; trial < 12; ++trial) {
       SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
       const Plan plan = RandomPlan(w.trace, trial % 4 == 3, rng);
-      SimulationOptions options;
-      options.budget_bytes = static_cast<int64_t>(peak * (0.4 + 0.05 * trial));
-      options.per_layer_barriers = trial % 4 == 3;
+      SimulationOptions options = SweepOptions(peak, trial);
       const SimulationResult alone =
           *Simulate(w.trace, w.hardware, plan, options);
       const int ranks = 1 + trial % 4;
@@ -242,9 +250,7 @@ TEST(EventModelPropertyTest, LockstepRanksReplayAsTheSharedUplinkLoopDoes) {
     for (int trial = 0; trial < 12; ++trial) {
       SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
       const Plan plan = RandomPlan(w.trace, trial % 4 == 3, rng);
-      SimulationOptions options;
-      options.budget_bytes = static_cast<int64_t>(peak * (0.4 + 0.05 * trial));
-      options.per_layer_barriers = trial % 4 == 3;
+      SimulationOptions options = SweepOptions(peak, trial);
       options.record_timeline = true;
       Hardware hw = w.hardware;
       hw.gpus_per_uplink = 2 + trial % 3;
@@ -288,9 +294,7 @@ TEST(EventModelPropertyTest, ACutoffStopsOnlyWhatCannotFinishUnderIt) {
     for (int trial = 0; trial < 12; ++trial) {
       SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
       const Plan plan = RandomPlan(w.trace, trial % 4 == 3, rng);
-      SimulationOptions options;
-      options.budget_bytes = static_cast<int64_t>(peak * (0.4 + 0.05 * trial));
-      options.per_layer_barriers = trial % 4 == 3;
+      SimulationOptions options = SweepOptions(peak, trial);
       Hardware hw = w.hardware;
       if (trial % 2 == 1) {  // ranks in lockstep, contended
         hw.gpus_per_uplink = 2;

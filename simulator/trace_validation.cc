@@ -95,14 +95,14 @@ absl::Status FinishTrace(std::vector<std::pair<int32_t, int32_t>>& use_pairs,
   sort_unique(input_pairs);
   trace.uses = Csr::FromPairs(n, use_pairs);
   trace.recompute_inputs = Csr::FromPairs(n, input_pairs);
+  // The reversed relations: the pairs come sorted by tensor, and
+  // Csr::FromPairs keeps their order within a row, so each row ascends.
   std::vector<std::pair<int32_t, int32_t>> reversed;
   reversed.reserve(std::max(use_pairs.size(), input_pairs.size()));
   for (const auto& [t, u] : use_pairs) reversed.emplace_back(u, t);
-  std::sort(reversed.begin(), reversed.end());
   trace.reads = Csr::FromPairs(num_ops, reversed);
   reversed.clear();
   for (const auto& [t, r] : input_pairs) reversed.emplace_back(r, t);
-  std::sort(reversed.begin(), reversed.end());
   trace.recompute_dependents = Csr::FromPairs(n, reversed);
   reversed.clear();
   for (int32_t t = 0; t < n; ++t)

@@ -10,6 +10,8 @@
 #include "simulator/node_model.h"
 #include "simulator/replay.h"
 #include "simulator/schedule.h"
+#include "simulator/small_traces.h"
+#include "simulator/trace_spec.h"
 #include "simulator/workload.h"
 #include "tests/simulator/random_plans.h"
 
@@ -352,6 +354,39 @@ TEST(EventModelPropertyTest, ACutoffStopsOnlyWhatCannotFinishUnderIt) {
   }
   EXPECT_GT(cut, 50);
   EXPECT_GT(cut_at_start, 10);
+}
+
+// The reversed relations (op -> tensors it reads, input -> tensors rebuilt
+// from it) list every pair of the forward ones once, ascending, on generated
+// and random traces.
+TEST(EventModelPropertyTest, ReversedRelationsMatchTheForwardOnes) {
+  auto check = [](const Trace& trace) {
+    std::vector<std::vector<int32_t>> reads(trace.num_ops());
+    std::vector<std::vector<int32_t>> dependents(trace.num_tensors());
+    for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+      for (int32_t op : trace.uses.Row(t)) reads[op].push_back(t);
+      for (int32_t input : trace.recompute_inputs.Row(t))
+        dependents[input].push_back(t);
+    }
+    for (int32_t op = 0; op < trace.num_ops(); ++op) {
+      const auto row = trace.reads.Row(op);
+      EXPECT_EQ(std::vector<int32_t>(row.begin(), row.end()), reads[op]);
+    }
+    for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+      const auto row = trace.recompute_dependents.Row(t);
+      EXPECT_EQ(std::vector<int32_t>(row.begin(), row.end()), dependents[t]);
+    }
+  };
+  for (const Workload& w : Workloads()) check(w.trace);
+  int edges = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const absl::StatusOr<Trace> trace =
+        ValidateTrace(RandomSmallTrace(seed, {2, 12, 10}).trace);
+    ASSERT_TRUE(trace.ok()) << trace.status();
+    check(*trace);
+    edges += static_cast<int>(trace->recompute_inputs.items.size());
+  }
+  EXPECT_GT(edges, 200);
 }
 
 TEST(EventModelPropertyTest, AllKeepWithUnlimitedMemoryIsTheSumOfDurations) {

@@ -22,6 +22,15 @@
 namespace slackswap {
 namespace {
 
+// A refusal for bad input whose first violation names `field`.
+void ExpectInvalidField(const grpc::Status& status, const std::string& field) {
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << status.error_message();
+  const std::vector<FieldViolation> violations = FieldViolationsOf(status);
+  ASSERT_FALSE(violations.empty()) << status.error_message();
+  EXPECT_EQ(violations[0].field, field);
+}
+
 class ServiceTest : public ::testing::Test {
  protected:
   // One server for the whole suite.
@@ -99,10 +108,7 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
   v1::PlanResponse response;
   grpc::ClientContext context;
   const grpc::Status status = stub_->Plan(&context, request, &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  const std::vector<FieldViolation> violations = FieldViolationsOf(status);
-  ASSERT_FALSE(violations.empty());
-  EXPECT_EQ(violations[0].field, "trace.tensors[3].use_ops[0]");
+  ExpectInvalidField(status, "trace.tensors[3].use_ops[0]");
 
   // Each request kind names its own fields.
   v1::CompareRequest compare;
@@ -114,9 +120,7 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
   v1::CompareResponse compared;
   grpc::ClientContext cc;
   const grpc::Status bad_budget = stub_->Compare(&cc, compare, &compared);
-  EXPECT_EQ(bad_budget.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  ASSERT_FALSE(FieldViolationsOf(bad_budget).empty());
-  EXPECT_EQ(FieldViolationsOf(bad_budget)[0].field, "budgets[1].bytes");
+  ExpectInvalidField(bad_budget, "budgets[1].bytes");
 
   v1::GenerateTraceRequest generate;
   generate.set_workload_preset("gpt-9");
@@ -125,17 +129,14 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
   grpc::ClientContext cg;
   const grpc::Status bad_preset =
       stub_->GenerateTrace(&cg, generate, &generated);
-  EXPECT_EQ(bad_preset.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(FieldViolationsOf(bad_preset)[0].field, "workload_preset");
+  ExpectInvalidField(bad_preset, "workload_preset");
   // The hardware preset is required too.
   generate.set_workload_preset("gpt2-xl");
   generate.clear_hardware_preset();
   grpc::ClientContext cg2;
   const grpc::Status no_hardware =
       stub_->GenerateTrace(&cg2, generate, &generated);
-  EXPECT_EQ(no_hardware.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  ASSERT_FALSE(FieldViolationsOf(no_hardware).empty());
-  EXPECT_EQ(FieldViolationsOf(no_hardware)[0].field, "hardware_preset");
+  ExpectInvalidField(no_hardware, "hardware_preset");
 
   v1::SimulateRequest simulate;
   *simulate.mutable_trace() = PlanRequest(0.5).trace();
@@ -144,7 +145,7 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
   v1::SimulateResponse simulated;
   grpc::ClientContext cs;
   const grpc::Status bad_plan = stub_->Simulate(&cs, simulate, &simulated);
-  EXPECT_EQ(FieldViolationsOf(bad_plan)[0].field, "plan.tensors");
+  ExpectInvalidField(bad_plan, "plan.tensors");
 }
 
 TEST_F(ServiceTest, AllocatorPhysicsReportsAndBudgetsReservedBytes) {
@@ -223,10 +224,7 @@ TEST_F(ServiceTest, PlansUnderNodePhysicsAreDeterministicAndReplay) {
   v1::PlanResponse refused;
   grpc::ClientContext cr;
   const grpc::Status status = stub_->Plan(&cr, request, &refused);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  ASSERT_FALSE(FieldViolationsOf(status).empty());
-  EXPECT_EQ(FieldViolationsOf(status)[0].field,
-            "hardware.hbm_bytes_per_second");
+  ExpectInvalidField(status, "hardware.hbm_bytes_per_second");
 }
 
 TEST_F(ServiceTest, BadPhysicsIsNamedByField) {
@@ -235,10 +233,7 @@ TEST_F(ServiceTest, BadPhysicsIsNamedByField) {
   v1::PlanResponse response;
   grpc::ClientContext c1;
   const grpc::Status no_allocator = stub_->Plan(&c1, request, &response);
-  EXPECT_EQ(no_allocator.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  ASSERT_FALSE(FieldViolationsOf(no_allocator).empty());
-  EXPECT_EQ(FieldViolationsOf(no_allocator)[0].field,
-            "physics.budget_reserved");
+  ExpectInvalidField(no_allocator, "physics.budget_reserved");
   request.mutable_physics()->set_allocator(static_cast<v1::AllocatorModel>(42));
   v1::SimulateRequest simulate;
   *simulate.mutable_trace() = request.trace();
@@ -248,9 +243,7 @@ TEST_F(ServiceTest, BadPhysicsIsNamedByField) {
   v1::SimulateResponse simulated;
   grpc::ClientContext c2;
   const grpc::Status unknown = stub_->Simulate(&c2, simulate, &simulated);
-  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  ASSERT_FALSE(FieldViolationsOf(unknown).empty());
-  EXPECT_EQ(FieldViolationsOf(unknown)[0].field, "physics.allocator");
+  ExpectInvalidField(unknown, "physics.allocator");
 }
 
 TEST_F(ServiceTest, PlanNodePlansJobsTogetherAndNamesBadFields) {
@@ -488,9 +481,7 @@ TEST_F(ServiceTest, PlansTheExactOptimumOfASmallTrace) {
   v1::PlanResponse refused;
   grpc::ClientContext c3;
   const grpc::Status status = stub_->Plan(&c3, large, &refused);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  ASSERT_FALSE(FieldViolationsOf(status).empty());
-  EXPECT_EQ(FieldViolationsOf(status)[0].field, "trace.tensors");
+  ExpectInvalidField(status, "trace.tensors");
 }
 
 // An infeasible answer names the proven floor and the smallest budget at

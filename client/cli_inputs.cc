@@ -217,9 +217,7 @@ absl::StatusOr<v1::PlanRequest> PlanRequestFromFlags(const Inputs& in) {
   *request.mutable_trace() = in.trace_proto;
   *request.mutable_hardware() = in.hardware_proto;
   *request.mutable_budget() = in.budget;
-  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_options(),
-                             PlannerOptionsFromFlags());
-  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_physics(), PhysicsFromFlags());
+  SLACKSWAP_RETURN_IF_ERROR(SetOptionsAndPhysics(request));
   SLACKSWAP_ASSIGN_OR_RETURN(Policy policy,
                              PolicyFromName(absl::GetFlag(FLAGS_planner)));
   request.set_policy(PolicyToProto(policy));

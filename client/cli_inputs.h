@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "client/backend.h"
 #include "simulator/hardware.h"
 #include "simulator/trace.h"
@@ -53,6 +54,14 @@ absl::StatusOr<v1::Hardware> HardwareFromFlags(int& exit_code);
 // --allocator, --budget_reserved, --hbm_contention and --rank_skew_ns (the
 // uplink flags go into the hardware).
 absl::StatusOr<v1::Physics> PhysicsFromFlags();
+// Both into `request` (a Plan, Frontier or PlanNode request).
+template <typename Request>
+absl::Status SetOptionsAndPhysics(Request& request) {
+  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_options(),
+                             PlannerOptionsFromFlags());
+  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_physics(), PhysicsFromFlags());
+  return absl::OkStatus();
+}
 absl::StatusOr<v1::PlanRequest> PlanRequestFromFlags(const Inputs& in);
 
 }  // namespace slackswap

@@ -6,7 +6,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "base/status_macros.h"
 #include "client/cli_commands.h"
 #include "client/cli_flags.h"
 #include "client/cli_inputs.h"
@@ -22,16 +21,6 @@
 namespace slackswap {
 
 namespace {
-
-// --lp_bound, --ranking, ... and --allocator, --hbm_contention, ... into
-// `request`.
-template <typename Request>
-absl::Status SetOptionsAndPhysics(Request& request) {
-  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_options(),
-                             PlannerOptionsFromFlags());
-  SLACKSWAP_ASSIGN_OR_RETURN(*request.mutable_physics(), PhysicsFromFlags());
-  return absl::OkStatus();
-}
 
 // A call the service refused as invalid is a usage error; others failures.
 int ExitForCall(const absl::Status& status) {

@@ -449,6 +449,7 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
   if (request.steps() != 0 && (request.steps() < 2 || request.steps() > 32)) {
     v.Add("steps", "must be in [2, 32] (0: 4)");
   }
+  const int steps = request.steps() == 0 ? 4 : request.steps();
   int64_t gpus = 0;
   for (int i = 0; i < request.jobs_size(); ++i) {
     const int32_t g = request.jobs(i).gpus();
@@ -490,8 +491,7 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
     // The node replays run every job's steps back to back (and one more
     // while the slowest finishes).
     if (checked.ok()) {
-      checked = CheckPhysics(traces[i], node,
-                             (request.steps() == 0 ? 4 : request.steps()) + 1);
+      checked = CheckPhysics(traces[i], node, steps + 1);
     }
     if (!checked.ok()) return checked;
     absl::StatusOr<int64_t> budget = ResolveBudget(traces[i], job.budget());
@@ -522,7 +522,6 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
   }
   if (should_stop && should_stop()) return Stopped();
   const absl::Time start = absl::Now();
-  const int steps = request.steps() == 0 ? 4 : request.steps();
   SLACKSWAP_ASSIGN_OR_RETURN(NodePlan plan,
                              slackswap::PlanNode(jobs, node, options, steps));
   if (should_stop && should_stop()) return Stopped();

@@ -332,15 +332,12 @@ int64_t Replay::NextEvent() const {
 }
 
 void Replay::AdvanceTo(int64_t t) {
-  if (compute_busy_ && compute_slowable_) {
+  // The running op's work, where its rate can change.
+  if (compute_busy_ && (rates_ == Rates::kShared || compute_slowable_)) {
     compute_work_ -= absl::int128(t - compute_since_) * compute_rate_;
     compute_since_ = t;
   }
   if (rates_ == Rates::kShared) {
-    if (compute_busy_) {
-      compute_work_ -= absl::int128(t - compute_since_) * compute_rate_;
-      compute_since_ = t;
-    }
     for (Copy* copy : {&d2h_, &h2d_}) {
       if (copy->busy && copy->moving) {
         copy->work -= absl::int128(t - copy->since) * copy->rate;

@@ -44,7 +44,6 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
       s_(schedule),
       options_(options),
       rates_(rates),
-      physics_(rates != Rates::kFixed),
       offloaded_(trace.tensors.size(), 0),
       forward_done_(trace.tensors.size(), 0),
       modelled_(options.allocator != AllocatorKind::kNone),
@@ -203,7 +202,7 @@ void Replay::TryStartCompute() {
 void Replay::FinishCompute() {
   compute_busy_ = false;
   compute_end_ = kNever;
-  if (physics_ && !StepIsRebuild()) {
+  if (physics() && !StepIsRebuild()) {
     const int64_t slowed = now_ - compute_start_ - trace_.ops[op_].duration_ns;
     result_.contention_ns += slowed;
     RecordEnd(compute_event_, slowed);
@@ -259,7 +258,7 @@ void Replay::StartCopy(Copy& copy, int32_t tensor,
 
 void Replay::EndCopy(Copy& copy, int64_t link_bytes_per_second) {
   int64_t slowed = 0;
-  if (physics_) {
+  if (physics()) {
     const int64_t alone =
         TransferNs(trace_.tensors[copy.tensor].size_bytes,
                    link_bytes_per_second, hw_.transfer_latency_ns);

@@ -115,6 +115,9 @@ class Replay {
     int64_t since = 0;
   };
 
+  // Transfers and ops end as their rates vary (kLockstep, kShared): times
+  // beyond the profiled ones are reported (uplink wait, contention).
+  bool physics() const { return rates_ != Rates::kFixed; }
   bool StepIsRebuild() const { return k_ < s_.rebuilds.begin[op_ + 1]; }
   void ComputeBarriers();
   void TryStartCompute();
@@ -177,9 +180,6 @@ class Replay {
   const Schedule& s_;
   const SimulationOptions& options_;
   const Rates rates_;
-  // Transfers and ops end as their rates vary (kLockstep, kShared): times
-  // beyond the profiled ones are reported (uplink wait, contention).
-  const bool physics_;
   // Each direction's rate with kFixed and kLockstep (the link, or its
   // lockstep share of the uplink).
   int64_t d2h_rate_ = 0;

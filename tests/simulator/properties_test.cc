@@ -36,6 +36,17 @@ SimulationOptions SweepOptions(int64_t peak, int trial) {
   return options;
 }
 
+// `ranks` GPUs behind one uplink as fast as one GPU's link, with HBM
+// contention where the hardware can carry it (HBM at least twice the links).
+Hardware SharedUplink(Hardware hw, int ranks) {
+  hw.gpus_per_uplink = ranks;
+  hw.uplink_d2h_bytes_per_second = hw.d2h_bytes_per_second;
+  hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second;
+  hw.hbm_contention = hw.hbm_bytes_per_second >=
+                      2 * (hw.d2h_bytes_per_second + hw.h2d_bytes_per_second);
+  return hw;
+}
+
 // Checks every invariant that ties the timeline to the metrics.
 void CheckConsistency(const Trace& trace, const Plan& plan,
                       const SimulationResult& r) {
@@ -219,14 +230,8 @@ TEST(EventModelPropertyTest, NodePhysicsIsExactAndAccountsForEveryNs) {
       EXPECT_EQ(MetricsToProto(same).SerializeAsString(),
                 MetricsToProto(alone).SerializeAsString());
       // Shared for real, skewed, contended.
-      Hardware shared = wide;
-      shared.gpus_per_uplink = 2 + trial % 3;
-      shared.uplink_d2h_bytes_per_second = w.hardware.d2h_bytes_per_second;
-      shared.uplink_h2d_bytes_per_second = w.hardware.h2d_bytes_per_second;
+      Hardware shared = SharedUplink(w.hardware, 2 + trial % 3);
       shared.rank_skew_ns = (trial % 2) * 1'000'000;
-      shared.hbm_contention =
-          shared.hbm_bytes_per_second >=
-          2 * (shared.d2h_bytes_per_second + shared.h2d_bytes_per_second);
       const SimulationResult r = *Simulate(w.trace, shared, plan, options);
       EXPECT_LE(r.peak_resident_bytes, options.budget_bytes);
       EXPECT_GE(r.contention_ns, 0);
@@ -254,13 +259,9 @@ TEST(EventModelPropertyTest, LockstepRanksReplayAsTheSharedUplinkLoopDoes) {
       const Plan plan = RandomPlan(w.trace, trial % 4 == 3, rng);
       SimulationOptions options = SweepOptions(peak, trial);
       options.record_timeline = true;
-      Hardware hw = w.hardware;
-      hw.gpus_per_uplink = 2 + trial % 3;
-      hw.uplink_d2h_bytes_per_second = w.hardware.d2h_bytes_per_second;
-      hw.uplink_h2d_bytes_per_second = w.hardware.h2d_bytes_per_second * 3 / 2;
-      hw.hbm_contention = trial % 2 == 0 && hw.hbm_bytes_per_second >=
-                                                2 * (hw.d2h_bytes_per_second +
-                                                     hw.h2d_bytes_per_second);
+      Hardware hw = SharedUplink(w.hardware, 2 + trial % 3);
+      hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second * 3 / 2;
+      hw.hbm_contention = hw.hbm_contention && trial % 2 == 0;
       const SimulationResult lockstep = *Simulate(w.trace, hw, plan, options);
 
       const Schedule schedule = DeriveSchedule(w.trace, plan);
@@ -297,15 +298,9 @@ TEST(EventModelPropertyTest, ACutoffStopsOnlyWhatCannotFinishUnderIt) {
       SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
       const Plan plan = RandomPlan(w.trace, trial % 4 == 3, rng);
       SimulationOptions options = SweepOptions(peak, trial);
-      Hardware hw = w.hardware;
-      if (trial % 2 == 1) {  // ranks in lockstep, contended
-        hw.gpus_per_uplink = 2;
-        hw.uplink_d2h_bytes_per_second = hw.d2h_bytes_per_second;
-        hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second;
-        hw.hbm_contention =
-            hw.hbm_bytes_per_second >=
-            2 * (hw.d2h_bytes_per_second + hw.h2d_bytes_per_second);
-      }
+      // Odd trials: ranks in lockstep, contended.
+      const Hardware hw =
+          trial % 2 == 1 ? SharedUplink(w.hardware, 2) : w.hardware;
       const SimulationResult full = *Simulate(w.trace, hw, plan, options);
       EXPECT_FALSE(full.cut_off);
       int64_t steps_ns = w.trace.ideal_ns;

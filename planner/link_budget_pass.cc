@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "planner/segment_tree.h"
+#include "simulator/segment_tree.h"
 #include "simulator/event_model.h"
 
 namespace slackswap {

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "planner/segment_tree.h"
+#include "simulator/segment_tree.h"
 #include "simulator/plan.h"
 #include "simulator/trace.h"
 

@@ -3,10 +3,11 @@
 // A segment tree over n int64 values with range addition and range maximum
 // (with the leftmost position of the maximum). Every operation is O(log n),
 // iterative; the tree holds 2m values and 2m positions for the power of two
-// m >= n. Used by the planners for memory profiles (resident bytes per
-// operator) and link slack.
-#ifndef SLACKSWAP_PLANNER_SEGMENT_TREE_H_
-#define SLACKSWAP_PLANNER_SEGMENT_TREE_H_
+// m >= n. Used by the event model for the projected memory that admits a
+// prefetch (replay.h), and by the planners for memory profiles (resident
+// bytes per operator) and link slack.
+#ifndef SLACKSWAP_SIMULATOR_SEGMENT_TREE_H_
+#define SLACKSWAP_SIMULATOR_SEGMENT_TREE_H_
 
 #include <cstdint>
 #include <limits>
@@ -58,4 +59,4 @@ class MaxSegmentTree {
 
 }  // namespace slackswap
 
-#endif  // SLACKSWAP_PLANNER_SEGMENT_TREE_H_
+#endif  // SLACKSWAP_SIMULATOR_SEGMENT_TREE_H_

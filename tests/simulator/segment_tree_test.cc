@@ -1,6 +1,6 @@
 // MaxSegmentTree against a plain array, on random range additions and range
 // maxima.
-#include "planner/segment_tree.h"
+#include "simulator/segment_tree.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "planner/segment_tree.h"
+#include "simulator/segment_tree.h"
 
 #include <algorithm>
 

@@ -34,6 +34,22 @@ namespace slackswap {
 
 inline constexpr int64_t kUnlimitedBytes = std::numeric_limits<int64_t>::max();
 
+// The rule that admits a prefetch (docs/event-model.md, "Prefetch
+// admission").
+enum class PrefetchAdmission : uint8_t {
+  // The rule of the model: with the tensor resident, every compute step from
+  // the next one up to the first that cannot start before this prefetch has
+  // ended still fits, counting the allocations and frees the plan fixes in
+  // step order and no free that waits on an offload not yet ended. A plan
+  // that completes at one speed then completes within its budget at every
+  // speed of every op, rebuild and link (the proof is in the document).
+  kAnySpeed,
+  // The rule before it (shared/SPEC.md section 3): the tensor fits now. A plan
+  // that completes under it at the profiled speeds can deadlock at others;
+  // kept to measure what the rule above costs and to show why it is needed.
+  kFitsNow,
+};
+
 struct SimulationOptions {
   // Bound on resident saved-tensor and workspace bytes.
   int64_t budget_bytes = kUnlimitedBytes;
@@ -64,6 +80,7 @@ struct SimulationOptions {
   // single-GPU replays only (ranks with skew replay in full).
   int64_t cutoff_ns = kNoCutoff;
   static constexpr int64_t kNoCutoff = std::numeric_limits<int64_t>::max();
+  PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
 };
 
 enum class WaitCause : uint8_t { kNone, kMemory, kPrefetch, kBarrier };
@@ -98,6 +115,29 @@ struct TimelineEvent {
   // contention), a transfer's beyond its time alone on its link (the shared
   // uplink); 0 otherwise.
   int64_t slowed_ns = 0;
+};
+
+// How a replay's speeds differ from the profiled ones.
+struct SpeedScaling {
+  // Every operator's and rebuild's duration times this (>= 0): 1.2 is
+  // kernels 20% slower.
+  double kernel_time_factor = 1;
+  // Every link's and uplink's bandwidth, both directions, times this (> 0):
+  // 2 is a link twice as fast. Latencies are unchanged.
+  double link_speed_factor = 1;
+};
+
+// One replay of a plan at a scaling (speed_scaling.h).
+struct ScaledReplay {
+  SpeedScaling scaling;
+  // False when the scaled trace or machine leaves the ranges the event model
+  // accepts (CheckTimeRange, CheckPhysics); the fields below are then 0.
+  bool replayed = false;
+  bool feasible = false;
+  int64_t iteration_ns = 0;
+  int64_t ideal_ns = 0;  // of the scaled trace
+  double throughput_ratio = 0;
+  int64_t peak_resident_bytes = 0;
 };
 
 struct SimulationResult {
@@ -138,6 +178,10 @@ struct SimulationResult {
   int64_t last_offload_lag_ns = 0;  // last offload end - forward end; 0 if none
 
   std::vector<TimelineEvent> timeline;
+  // How the plan fares at other speeds: its replays at RobustnessScalings()
+  // (speed_scaling.h), when a caller asked (ReplayAtScalings); Simulate
+  // leaves it empty.
+  std::vector<ScaledReplay> scaled;
 
   int64_t stall_ns() const {
     return prefetch_wait_ns + memory_wait_ns + barrier_wait_ns;

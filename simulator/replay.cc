@@ -52,6 +52,10 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
                                         ? options.budget_bytes
                                         : CachingAllocatorModel::kNoLimit) {
   if (options.per_layer_barriers) ComputeBarriers();
+  if (options.prefetch_admission == PrefetchAdmission::kAnySpeed &&
+      !s_.prefetch_order.empty()) {
+    ComputeProjection();
+  }
   if (modelled_) allocation_.assign(trace.tensors.size(), -1);
   result_.budget_bytes = options_.budget_bytes;
   result_.ideal_ns = trace_.ideal_ns;
@@ -135,6 +139,77 @@ void Replay::ComputeBarriers() {
     const int32_t first_step = o + s_.rebuilds.begin[o];
     barrier_prefetches_[first_step] = static_cast<int32_t>(prefetches);
   }
+}
+
+void Replay::ComputeProjection() {
+  const int32_t steps = s_.num_steps;
+  // A prefetch's deadline: the first step that requires it or one behind it
+  // in the queue (a running maximum: the queue is served in order).
+  prefetch_deadline_.assign(s_.prefetch_order.size(), steps);
+  int32_t required = 0;
+  for (int32_t j = 0; j < steps; ++j) {
+    int32_t r = s_.prefetches_needed[j];
+    if (!barrier_prefetches_.empty()) r = std::max(r, barrier_prefetches_[j]);
+    for (; required < r; ++required) prefetch_deadline_[required] = j;
+  }
+  // Each copy as the steps whose start finds it resident, in a difference
+  // array; each step's own allocation on top.
+  std::vector<int64_t> values(steps, 0);
+  std::vector<int64_t> diff(static_cast<size_t>(steps) + 1, 0);
+  auto hold = [&](int32_t from, int32_t to, int64_t bytes) {
+    if (from > to) return;
+    diff[from] += bytes;
+    diff[to + 1] -= bytes;
+  };
+  const int32_t num_tensors = trace_.num_tensors();
+  std::vector<int32_t> last_reader(num_tensors, 0);
+  for (int32_t j = 0; j < steps; ++j) {
+    for (int32_t t : s_.release_after_step.Row(j)) last_reader[t] = j;
+  }
+  std::vector<int32_t> rebuild_step(num_tensors, -1);
+  for (int32_t o = 0; o < trace_.num_ops(); ++o) {
+    for (int32_t k = s_.rebuilds.begin[o]; k < s_.rebuilds.begin[o + 1]; ++k) {
+      const int32_t t = s_.rebuilds.items[k];
+      rebuild_step[t] = o + k;
+      values[o + k] = trace_.tensors[t].size_bytes;
+    }
+    values[s_.OpStep(o)] = trace_.op_allocation_bytes[o];
+  }
+  for (int32_t t = 0; t < num_tensors; ++t) {
+    const Tensor& tensor = trace_.tensors[t];
+    const int64_t size = tensor.size_bytes;
+    const int32_t produced = s_.OpStep(tensor.producer_op);
+    const int32_t forward_end = s_.OpStep(tensor.last_forward_use);
+    switch (plan_.decisions[t]) {
+      case Decision::kKeep:
+        hold(produced + 1, last_reader[t], size);
+        break;
+      case Decision::kRecompute:
+        hold(produced + 1, forward_end, size);
+        hold(rebuild_step[t] + 1, last_reader[t], size);
+        break;
+      case Decision::kSwap:
+        hold(produced + 1, forward_end, size);
+        // Until its offload is seen to end (FinishD2H takes it off).
+        hold(forward_end + 1, steps - 1, size);
+        hold(prefetch_deadline_[s_.prefetch_rank[t]], last_reader[t], size);
+        break;
+    }
+  }
+  int64_t resident = 0;
+  for (int32_t j = 0; j < steps; ++j) {
+    resident += diff[j];
+    values[j] += resident;
+  }
+  projected_ = MaxSegmentTree(values);
+}
+
+bool Replay::ProjectionAdmits(int64_t bytes) const {
+  if (prefetch_deadline_.empty()) return true;
+  const int32_t from = NextUnstartedStep();
+  const int32_t to = prefetch_deadline_[next_prefetch_];
+  return from >= to ||
+         projected_.Max(from, to).first + bytes <= options_.budget_bytes;
 }
 
 void Replay::TryStartCompute() {
@@ -283,6 +358,11 @@ void Replay::FinishD2H() {
   EndCopy(d2h_, hw_.d2h_bytes_per_second);
   ++offloads_done_;
   offloaded_[t] = 1;
+  if (!prefetch_deadline_.empty()) {
+    // The projection may now count the forward copy's free.
+    projected_.Add(s_.OpStep(trace_.tensors[t].last_forward_use) + 1,
+                   s_.num_steps, -trace_.tensors[t].size_bytes);
+  }
   last_offload_end_ = now_;
   if (forward_done_[t]) Release(t);
 }
@@ -297,15 +377,24 @@ void Replay::TryStartH2D() {
   const int32_t t = s_.prefetch_order[next_prefetch_];
   const int64_t size = trace_.tensors[t].size_bytes;
   if (!offloaded_[t]) return;
+  const bool issued = ops_done_ >= plan_.prefetch_issue_op[t];
+  if (!issued && options_.issue_gated == nullptr) return;
   if (!reserved_budget_ && resident_ + size > options_.budget_bytes) return;
-  if (ops_done_ < plan_.prefetch_issue_op[t]) {
+  if (!ProjectionAdmits(size)) return;
+  if (!issued) {
     // (Under a reserved budget, whether the memory is there is not asked
     // before the issue point: the mark is then conservative.)
-    if (options_.issue_gated != nullptr) (*options_.issue_gated)[t] = 1;
+    (*options_.issue_gated)[t] = 1;
     return;
   }
   if (modelled_ && !AllocateModelled(t)) return;
   Allocate(size);
+  if (!prefetch_deadline_.empty()) {
+    // Resident ahead of its deadline: the steps before it see it too.
+    const int32_t from = NextUnstartedStep();
+    const int32_t to = prefetch_deadline_[next_prefetch_];
+    if (from < to) projected_.Add(from, to, size);
+  }
   StartCopy(h2d_, t, h2d_rate_, TimelineKind::kPrefetch);
   if (rates_ != Rates::kShared) result_.h2d_busy_ns += h2d_.end - now_;
 }

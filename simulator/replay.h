@@ -28,6 +28,7 @@
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
 #include "simulator/schedule.h"
+#include "simulator/segment_tree.h"
 #include "simulator/trace.h"
 
 namespace slackswap {
@@ -120,6 +121,13 @@ class Replay {
   bool physics() const { return rates_ != Rates::kFixed; }
   bool StepIsRebuild() const { return k_ < s_.rebuilds.begin[op_ + 1]; }
   void ComputeBarriers();
+  // PrefetchAdmission::kAnySpeed: each prefetch's deadline step and the
+  // projection of memory over the steps (see projected_).
+  void ComputeProjection();
+  // Whether the any-speed rule admits the head prefetch of `bytes` now.
+  bool ProjectionAdmits(int64_t bytes) const;
+  // The next compute step not started.
+  int32_t NextUnstartedStep() const { return compute_busy_ ? step_ + 1 : step_; }
   void TryStartCompute();
   void TryStartD2H();
   void TryStartH2D();
@@ -189,6 +197,17 @@ class Replay {
   // Barrier requirements per step (empty without barriers).
   std::vector<int32_t> barrier_offloads_;
   std::vector<int32_t> barrier_prefetches_;
+
+  // PrefetchAdmission::kAnySpeed (with prefetches only). Per prefetch rank:
+  // its deadline, the first step that cannot start before it has ended
+  // (a step that reads it or a later one in the queue, or a barrier).
+  // Per step j not started: the bytes resident when j starts plus j's own
+  // allocation, projected from now: the plan's allocations and frees in step
+  // order, every prefetch ahead of j's deadlines resident, forward copies
+  // whose offload has not ended kept, and the prefetches started early
+  // (before their deadline) resident up to it.
+  std::vector<int32_t> prefetch_deadline_;
+  MaxSegmentTree projected_{0};
 
   int64_t now_ = 0;
   int64_t resident_ = 0;

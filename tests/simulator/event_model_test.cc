@@ -206,6 +206,109 @@ TEST(EventModelTest, ComputeAllocationsAreServedBeforePrefetches) {
   EXPECT_LE(r.peak_resident_bytes, 95);
 }
 
+// Prefetch admission (docs/event-model.md): the counterexample that the rule
+// before (a prefetch starts when its tensor fits now) deadlocks at a faster
+// link, and the any-speed rule that replaces it.
+SimulationResult ReplayAt(const Trace& trace, const Plan& plan, int64_t budget,
+                          int64_t link_bytes_per_second,
+                          PrefetchAdmission rule) {
+  Hardware hw = ByteNanosecondLink();
+  hw.d2h_bytes_per_second = hw.h2d_bytes_per_second = link_bytes_per_second;
+  SimulationOptions options;
+  options.budget_bytes = budget;
+  options.record_timeline = true;
+  options.prefetch_admission = rule;
+  absl::StatusOr<SimulationResult> result = Simulate(trace, hw, plan, options);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : SimulationResult();
+}
+
+TEST(EventModelTest, AFasterLinkDeadlocksAPrefetchThatFitsNowButNotAnyStep) {
+  TinyTrace t;
+  t.Fwd(100), t.Fwd(100), t.Bwd(100, 0, 50), t.Bwd(100);
+  t.Tensor(10, 0, {2}, 300);  // R: recomputed, rebuilt before op 2 (300 ns)
+  t.Tensor(100, 1, {3});      // S: swapped, issue point op 2
+  const Trace trace = t.Build();
+  const Plan plan = {{Decision::kRecompute, Decision::kSwap}, {0, 2}};
+  // Budget 150. Op 0 0..100 (R, dropped at 100), op 1 100..200 (S: 100
+  // resident), S's offload from 200, the rebuild of R 200..500 (110
+  // resident); op 2 needs 50 more: 160 > 150, so it waits for S's forward
+  // copy to go.
+  //
+  // Profiled link, 0.2 bytes/ns: the offload takes 500 ns, ends at 700 and
+  // frees S (10 resident); op 2 runs 700..800; S's prefetch (100 bytes) waits
+  // for op 2's 50 and R's 10 to go, 800..1300; op 3 1300..1400. Both rules.
+  for (PrefetchAdmission rule :
+       {PrefetchAdmission::kFitsNow, PrefetchAdmission::kAnySpeed}) {
+    const SimulationResult r = ReplayAt(trace, plan, 150, 200'000'000, rule);
+    ASSERT_TRUE(r.feasible) << r.infeasibility.reason;
+    EXPECT_EQ(r.iteration_ns, 1400);
+    EXPECT_EQ(r.memory_wait_ns, 700 - 500);
+  }
+  // The link 5x faster, 1 byte/ns: the offload ends at 300, during the
+  // rebuild, and frees S (10 resident). The issue point has been reached (ops
+  // 0 and 1 have ended) and 10 + 100 fits now, so the old rule starts S's
+  // prefetch at 300 (110 resident). Op 2 then needs 110 + 50 > 150 and nothing
+  // pending frees memory: deadlock.
+  const SimulationResult fits_now =
+      ReplayAt(trace, plan, 150, 1'000'000'000, PrefetchAdmission::kFitsNow);
+  EXPECT_FALSE(fits_now.feasible);
+  EXPECT_EQ(fits_now.infeasibility.op, 2);
+  EXPECT_EQ(fits_now.infeasibility.waiting_for, WaitCause::kMemory);
+  EXPECT_EQ(fits_now.infeasibility.bytes_resident, 110);
+  // The any-speed rule: S's deadline is op 3 (step 4); op 2 (step 3) lies
+  // before it and needs R (10) + its 50 + S's 100 = 160 > 150: not at 300.
+  // Op 2 runs 500..600 (60 resident); at 600 only R is gone, S's window is
+  // empty and it fits: 600..700; op 3 700..800.
+  const SimulationResult any_speed =
+      ReplayAt(trace, plan, 150, 1'000'000'000, PrefetchAdmission::kAnySpeed);
+  ASSERT_TRUE(any_speed.feasible) << any_speed.infeasibility.reason;
+  const std::vector<TimelineEvent> prefetches =
+      Events(any_speed, TimelineKind::kPrefetch);
+  ASSERT_EQ(prefetches.size(), 1u);
+  EXPECT_EQ(prefetches[0].start_ns, 600);
+  EXPECT_EQ(any_speed.memory_wait_ns, 0);
+  EXPECT_EQ(any_speed.iteration_ns, 800);
+}
+
+TEST(EventModelTest, AnOffloadNotSeenToEndHoldsBackAPrefetch) {
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(10), t.Fwd(10), t.Bwd(200, 0, 20), t.Bwd(10), t.Bwd(10);
+  const int p = t.Tensor(10, 0, {4});   // offload 10..20
+  const int q = t.Tensor(100, 1, {5});  // offload 20..120
+  const Trace trace = t.Build();
+  const Plan plan = {{Decision::kSwap, Decision::kSwap}, {1, 4}};
+  // Budget 125, 1 byte/ns. At 20 P is offloaded and freed (Q's 100
+  // resident), op 2 runs 20..30. P's deadline is op 4; op 3 lies before it
+  // and needs its 20 with Q's forward copy still there unless Q's offload has
+  // ended, which the rule does not assume before it sees it: 100 + 20 + 10 >
+  // 125, P waits. Op 3 starts at 30 (120 resident). At 120 Q's copy goes and
+  // op 3 is running: P's window is empty and P fits, 120..130. Q waits for
+  // op 3's 20 to go (230) and runs 230..330; op 4 230..240, op 5 330..340.
+  const SimulationResult any_speed =
+      ReplayAt(trace, plan, 125, 1'000'000'000, PrefetchAdmission::kAnySpeed);
+  ASSERT_TRUE(any_speed.feasible) << any_speed.infeasibility.reason;
+  std::vector<TimelineEvent> prefetches =
+      Events(any_speed, TimelineKind::kPrefetch);
+  ASSERT_EQ(prefetches.size(), 2u);
+  EXPECT_EQ(prefetches[0].index, p);
+  EXPECT_EQ(prefetches[0].start_ns, 120);
+  EXPECT_EQ(prefetches[1].index, q);
+  EXPECT_EQ(prefetches[1].start_ns, 230);
+  EXPECT_EQ(any_speed.memory_wait_ns, 0);
+  EXPECT_EQ(any_speed.iteration_ns, 340);
+  // The old rule starts P at 20 (110 resident): op 3 then waits for Q's copy
+  // to go, 30..120, and runs 120..320; Q 320..420, op 5 420..430.
+  const SimulationResult fits_now =
+      ReplayAt(trace, plan, 125, 1'000'000'000, PrefetchAdmission::kFitsNow);
+  ASSERT_TRUE(fits_now.feasible);
+  prefetches = Events(fits_now, TimelineKind::kPrefetch);
+  ASSERT_EQ(prefetches.size(), 2u);
+  EXPECT_EQ(prefetches[0].start_ns, 20);
+  EXPECT_EQ(fits_now.memory_wait_ns, 90);
+  EXPECT_EQ(fits_now.iteration_ns, 430);
+}
+
 TEST(EventModelTest, RecomputeChainRebuildsInputsFirstBeforeTheNeed) {
   TinyTrace t;
   t.Fwd(10), t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10), t.Bwd(10);

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "absl/status/status.h"
+#include "simulator/event_model.h"
 
 namespace slackswap {
 
@@ -80,6 +81,10 @@ struct PlannerOptions {
   // Report the larger of the fast bound and the linear program's
   // (lp_bound.h; about 20 ms more for GPT-2 XL).
   bool linear_program_bound = false;
+  // The event model's prefetch admission the replays use. Only to measure
+  // what the any-speed rule costs (docs/results.md): plans made under
+  // kFitsNow can deadlock at other speeds.
+  PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
   // Asked between rounds and inside the passes: PlanSlackSwap returns
   // PlanningStopped() soon after it says true.
   StopFunction should_stop;

@@ -60,6 +60,7 @@ class Polisher {
         run_start_(BlockRunStarts(trace)) {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
+    sim_.prefetch_admission = options.prefetch_admission;
   }
 
   PolishResult Run(Plan& plan, SimulationResult& replay);

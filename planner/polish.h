@@ -42,6 +42,7 @@ struct PolishOptions {
   // first op of their need's block run.
   bool per_layer_barriers = false;
   StopPoll* stop = nullptr;  // may be null
+  PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
 };
 
 struct PolishResult {

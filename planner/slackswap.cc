@@ -48,6 +48,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
   SimulationOptions sim;
   sim.budget_bytes = budget_bytes;
   sim.per_layer_barriers = options.per_layer_barriers;
+  sim.prefetch_admission = options.prefetch_admission;
 
   const IdealTimeline timeline(trace);
   PlanDraft draft(trace);
@@ -134,7 +135,16 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
         ++changes;
       }
     } else if (r.prefetch_wait_ns > 0) {
-      changes += RepairLatePrefetches(trace, r, lead_ns, draft);
+      // A prefetch the admission rule held back for the memory of a step
+      // before its need: free memory there (what a memory wait gets);
+      // otherwise issue late prefetches earlier.
+      if (r.held_prefetch_op >= 0 &&
+          recompute.RecomputeAt(r.held_prefetch_op,
+                                r.held_prefetch_excess_bytes, result.stats)) {
+        ++changes;
+      } else {
+        changes += RepairLatePrefetches(trace, r, lead_ns, draft);
+      }
     } else if (r.memory_wait_ns > 0) {
       // A memory wait with offloads on time: the draft underestimated memory
       // somewhere. Recompute at the peak of the draft.
@@ -158,6 +168,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
     polish.allow_swap = options.link_budget_pass;
     polish.per_layer_barriers = options.per_layer_barriers;
     polish.stop = &stop;
+    polish.prefetch_admission = options.prefetch_admission;
     // Starting points: the passes' plan, and where the budget allows a few
     // more searches (small traces), the all-keep plan and the plan that
     // swaps everything it may at its need: a local search stays in its

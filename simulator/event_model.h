@@ -176,6 +176,13 @@ struct SimulationResult {
   int64_t h2d_busy_ns = 0;
   int64_t forward_end_ns = 0;
   int64_t last_offload_lag_ns = 0;  // last offload end - forward end; 0 if none
+  // PrefetchAdmission::kAnySpeed: the first prefetch the compute stream
+  // waited for while the rule held it back for memory: the operator of the
+  // step whose memory held it (the op itself, or the op a rebuild precedes)
+  // and the bytes over the budget there with the prefetch resident. A
+  // planner may free memory there. -1 and 0 when there was none.
+  int32_t held_prefetch_op = -1;
+  int64_t held_prefetch_excess_bytes = 0;
 
   std::vector<TimelineEvent> timeline;
   // How the plan fares at other speeds: its replays at RobustnessScalings()

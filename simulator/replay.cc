@@ -204,12 +204,16 @@ void Replay::ComputeProjection() {
   projected_ = MaxSegmentTree(values);
 }
 
-bool Replay::ProjectionAdmits(int64_t bytes) const {
+bool Replay::ProjectionAdmits(int64_t bytes) {
   if (prefetch_deadline_.empty()) return true;
   const int32_t from = NextUnstartedStep();
   const int32_t to = prefetch_deadline_[next_prefetch_];
-  return from >= to ||
-         projected_.Max(from, to).first + bytes <= options_.budget_bytes;
+  if (from >= to) return true;
+  const auto [most, step] = projected_.Max(from, to);
+  const int64_t excess = most + bytes - options_.budget_bytes;
+  if (excess <= 0) return true;
+  held_ = {static_cast<int32_t>(next_prefetch_), step, excess};
+  return false;
 }
 
 void Replay::TryStartCompute() {
@@ -227,7 +231,24 @@ void Replay::TryStartCompute() {
     stage_ = 1;
   }
   if (stage_ == 1) {
-    if (prefetches_done_ < s_.prefetches_needed[step_]) return;
+    if (prefetches_done_ < s_.prefetches_needed[step_]) {
+      if (held_.rank == static_cast<int32_t>(next_prefetch_) &&
+          result_.held_prefetch_op < 0) {
+        // The op a step belongs to: the first whose op step is not before it.
+        int32_t lo = 0, hi = trace_.num_ops() - 1;
+        while (lo < hi) {
+          const int32_t mid = lo + (hi - lo) / 2;
+          if (s_.OpStep(mid) >= held_.step) {
+            hi = mid;
+          } else {
+            lo = mid + 1;
+          }
+        }
+        result_.held_prefetch_op = lo;
+        result_.held_prefetch_excess_bytes = held_.excess;
+      }
+      return;
+    }
     result_.prefetch_wait_ns += now_ - stage_since_;
     RecordStall(WaitCause::kPrefetch);
     stage_since_ = now_;

@@ -124,8 +124,9 @@ class Replay {
   // PrefetchAdmission::kAnySpeed: each prefetch's deadline step and the
   // projection of memory over the steps (see projected_).
   void ComputeProjection();
-  // Whether the any-speed rule admits the head prefetch of `bytes` now.
-  bool ProjectionAdmits(int64_t bytes) const;
+  // Whether the any-speed rule admits the head prefetch of `bytes` now;
+  // when not, notes where it is held (held_).
+  bool ProjectionAdmits(int64_t bytes);
   // The next compute step not started.
   int32_t NextUnstartedStep() const { return compute_busy_ ? step_ + 1 : step_; }
   void TryStartCompute();
@@ -208,6 +209,13 @@ class Replay {
   // (before their deadline) resident up to it.
   std::vector<int32_t> prefetch_deadline_;
   MaxSegmentTree projected_{0};
+  // The head prefetch the projection last held back: its queue position,
+  // the step whose projection held it, and the bytes over the budget there.
+  struct Held {
+    int32_t rank = -1;
+    int32_t step = -1;
+    int64_t excess = 0;
+  } held_;
 
   int64_t now_ = 0;
   int64_t resident_ = 0;

@@ -23,7 +23,9 @@
 #include "planner/optimality.h"
 #include "planner/policies.h"
 #include "simulator/event_model.h"
+#include "simulator/schedule.h"
 #include "simulator/small_traces.h"
+#include "simulator/speed_scaling.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 
@@ -110,7 +112,8 @@ class Report {
  private:
   absl::StatusOr<const Workload*> Get(const std::string& preset,
                                       const std::string& gpu, int64_t seq = 0,
-                                      int64_t link_bytes_per_second = 0);
+                                      int64_t link_bytes_per_second = 0,
+                                      int layers = 0);
   absl::StatusOr<Cell> RunCell(Policy policy, const Workload& w,
                                int budget_percent);
   absl::StatusOr<const Cell*> Cached(Policy policy, const Workload& w,
@@ -137,6 +140,7 @@ class Report {
   absl::Status Allocator();
   absl::Status Uplink();
   absl::Status Contention();
+  absl::Status Speeds();
   void Bars();
 
   const ReportOptions& options_;
@@ -154,9 +158,10 @@ class Report {
 
 absl::StatusOr<const Workload*> Report::Get(const std::string& preset,
                                             const std::string& gpu, int64_t seq,
-                                            int64_t link_bytes_per_second) {
-  const std::string key =
-      absl::StrCat(preset, "/", gpu, "/", seq, "/", link_bytes_per_second);
+                                            int64_t link_bytes_per_second,
+                                            int layers) {
+  const std::string key = absl::StrCat(preset, "/", gpu, "/", seq, "/",
+                                       link_bytes_per_second, "/", layers);
   auto it = workloads_.find(key);
   if (it != workloads_.end()) return it->second.get();
   auto w = std::make_unique<Workload>();
@@ -164,6 +169,7 @@ absl::StatusOr<const Workload*> Report::Get(const std::string& preset,
   SLACKSWAP_ASSIGN_OR_RETURN(WorkloadSpec spec, WorkloadPreset(preset));
   if (options_.quick) spec.layers = std::min(spec.layers, 4);
   if (seq > 0) spec.sequence_length = seq;
+  if (layers > 0) spec.layers = std::min(spec.layers, layers);
   SLACKSWAP_ASSIGN_OR_RETURN(TraceSpec spec_trace,
                              GenerateTrace(spec, w->hardware));
   if (link_bytes_per_second > 0) {
@@ -941,6 +947,175 @@ absl::Status Report::Contention() {
   return absl::OkStatus();
 }
 
+absl::Status Report::Speeds() {
+  absl::StrAppend(&md_, report_text::kSpeedsIntro);
+  PolicyOptions fits_now = policy_options_;
+  fits_now.slackswap.prefetch_admission = PrefetchAdmission::kFitsNow;
+  std::vector<int> budgets;
+  for (int b = 20; b <= 90; b += 10) budgets.push_back(b);
+  std::vector<std::string> header = {"Model", "GPU"};
+  for (int b : budgets) header.push_back(absl::StrCat(b, "%"));
+  absl::StrAppend(&md_, MarkdownRow(header), "|",
+                  absl::StrJoin(std::vector<std::string>(header.size(), "---"),
+                                "|"),
+                  "|\n");
+  double worst = 0;
+  std::string worst_where = "none";
+  int compared = 0, changed = 0;
+  const std::vector<std::pair<std::string, std::string>> models = {
+      {"bert-large", "BERT-Large"},
+      {"gpt2-xl", "GPT-2 XL"},
+      {"llama-7b", "Llama-7B"},
+      {"vgg16", "VGG-16"}};
+  for (const auto& [preset, label] : models) {
+    for (const std::string& gpu : HardwarePresetNames()) {
+      SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(preset, gpu));
+      std::vector<std::string> row = {label, gpu};
+      for (int b : budgets) {
+        SLACKSWAP_ASSIGN_OR_RETURN(const Cell* now,
+                                   Cached(Policy::kSlackSwap, *w, b));
+        SLACKSWAP_ASSIGN_OR_RETURN(
+            const PlanningResult before,
+            RunPolicy(Policy::kSlackSwap, w->trace, w->hardware,
+                      w->peak_bytes * b / 100, fits_now));
+        if (!now->ok() && !before.feasible) {
+          row.push_back("-");
+          continue;
+        }
+        if (!now->ok() || !before.feasible) {
+          row.push_back(now->ok() ? "plans (fits-now: none)"
+                                  : "no plan (fits-now plans)");
+          Check(now->ok(), absl::StrCat("the any-speed rule loses a plan on ",
+                                        w->label, " at ", b, "%"));
+          continue;
+        }
+        const double change =
+            100.0 *
+            (static_cast<double>(now->result.replay.iteration_ns) /
+                 static_cast<double>(before.replay.iteration_ns) -
+             1.0);
+        ++compared;
+        if (now->result.replay.iteration_ns != before.replay.iteration_ns)
+          ++changed;
+        if (change > worst) {
+          worst = change;
+          worst_where = absl::StrFormat("%s on the %s at %d%%", label, gpu, b);
+        }
+        row.push_back(absl::StrFormat("%+.2f%%", change));
+      }
+      absl::StrAppend(&md_, MarkdownRow(row));
+    }
+  }
+  absl::StrAppend(
+      &md_,
+      absl::StrFormat(
+          "\n%d cells with a plan under both rules; %d differ; the largest "
+          "increase is %+.2f%% (%s).\n\n",
+          compared, changed, worst, worst_where));
+  bars_.push_back(absl::StrFormat(
+      "%s the any-speed prefetch rule moves SlackSwap's plans by at most "
+      "0.5%% on every preset and GPU from 20%% to 90%%: worst %+.2f%% (%s)",
+      worst <= 0.5 ? "MET" : "MISSED", worst, worst_where));
+
+  absl::StrAppend(&md_, report_text::kSpeedsRobustness);
+  int robust_plans = 0, robust_replays = 0, old_deadlocks = 0;
+  // The full presets on two GPUs at 30% and 50%, then two layers of each
+  // transformer on the A100 at 40%, 60% and 80% (where the fits-now rule's
+  // deadlocks show).
+  struct Row {
+    std::string preset, label, gpu;
+    int layers;
+    std::vector<int> budgets;
+  };
+  std::vector<Row> rows;
+  for (const auto& [preset, label] : models) {
+    if (preset == "vgg16") continue;
+    for (const char* gpu : {"a100", "h100"})
+      rows.push_back({preset, label, gpu, 0, {30, 50}});
+  }
+  for (const auto& [preset, label] : models) {
+    if (preset == "vgg16") continue;
+    rows.push_back(
+        {preset, label + " (2 layers)", "a100", 2, {40, 60, 80}});
+  }
+  for (const Row& spec : rows) {
+    const std::string& label = spec.label;
+    const char* gpu = spec.gpu.c_str();
+    {
+      SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w,
+                                 Get(spec.preset, gpu, 0, 0, spec.layers));
+      for (int b : spec.budgets) {
+        const int64_t budget = w->peak_bytes * b / 100;
+        SLACKSWAP_ASSIGN_OR_RETURN(const Cell* now,
+                                   Cached(Policy::kSlackSwap, *w, b));
+        std::vector<std::string> row = {label, gpu, absl::StrCat(b, "%")};
+        if (!now->ok()) {
+          row.push_back("no plan");
+          row.insert(row.end(), 6, "");
+          absl::StrAppend(&md_, MarkdownRow(row));
+          continue;
+        }
+        SimulationOptions options;
+        options.budget_bytes = budget;
+        const Schedule schedule = DeriveSchedule(w->trace, now->result.plan);
+        const std::vector<ScaledReplay> scaled = ReplayAtScalings(
+            w->trace, w->hardware, now->result.plan, schedule, options);
+        row.push_back(absl::StrFormat(
+            "%.1f%%", 100 * now->result.replay.throughput_ratio));
+        double worst_ratio = now->result.replay.throughput_ratio;
+        for (const ScaledReplay& r : scaled) {
+          ++robust_replays;
+          Check(r.replayed && r.feasible && r.peak_resident_bytes <= budget,
+                absl::StrCat("SlackSwap's plan fails at another speed on ",
+                             w->label, " at ", b, "%"));
+          row.push_back(r.feasible
+                            ? absl::StrFormat("%.1f%%", 100 * r.throughput_ratio)
+                            : "deadlock");
+          worst_ratio = std::min(worst_ratio, r.throughput_ratio);
+        }
+        row.push_back(absl::StrFormat("%.1f%%", 100 * worst_ratio));
+        ++robust_plans;
+        // The plan made under the fits-now rule, replayed under it.
+        SLACKSWAP_ASSIGN_OR_RETURN(
+            const PlanningResult before,
+            RunPolicy(Policy::kSlackSwap, w->trace, w->hardware, budget,
+                      fits_now));
+        std::vector<std::string> deadlocks;
+        if (before.feasible) {
+          SimulationOptions old = options;
+          old.prefetch_admission = PrefetchAdmission::kFitsNow;
+          const Schedule old_schedule = DeriveSchedule(w->trace, before.plan);
+          const std::vector<std::pair<std::string, SpeedScaling>> speeds = {
+              {"link x0.5", {1, 0.5}},   {"link x2", {1, 2}},
+              {"link x4", {1, 4}},       {"kernels x0.8", {0.8, 1}},
+              {"kernels x1.2", {1.2, 1}}, {"kernels x2", {2, 1}}};
+          for (const auto& [name, s] : speeds) {
+            SLACKSWAP_ASSIGN_OR_RETURN(
+                const Trace trace, ScaleDurations(w->trace, s.kernel_time_factor));
+            const Hardware hw = ScaleLinks(w->hardware, s.link_speed_factor,
+                                           s.link_speed_factor);
+            const SimulationResult r = SimulateSchedule(
+                trace, hw, before.plan, old_schedule, old);
+            if (!r.feasible) deadlocks.push_back(name);
+          }
+        }
+        old_deadlocks += deadlocks.empty() ? 0 : 1;
+        row.push_back(deadlocks.empty() ? "none"
+                                        : absl::StrJoin(deadlocks, ", "));
+        absl::StrAppend(&md_, MarkdownRow(row));
+      }
+    }
+  }
+  absl::StrAppend(
+      &md_,
+      absl::StrFormat(
+          "\nAll %d plans complete within their budgets in all %d scaled "
+          "replays; %d of the fits-now rule's plans deadlock at one scaling "
+          "or more.\n\n",
+          robust_plans, robust_replays, old_deadlocks));
+  return absl::OkStatus();
+}
+
 void Report::Bars() {
   for (const Model& m : models_) {
     auto w = Get(m.preset, "a100");
@@ -991,6 +1166,7 @@ absl::Status Report::Run() {
     SLACKSWAP_RETURN_IF_ERROR(Allocator());
     SLACKSWAP_RETURN_IF_ERROR(Uplink());
     SLACKSWAP_RETURN_IF_ERROR(Contention());
+    SLACKSWAP_RETURN_IF_ERROR(Speeds());
   }
   if (!options_.quick) Bars();
   std::string head = absl::StrCat(

@@ -148,6 +148,22 @@ Beyond the paper (issue 17): with HBM contention on, an operator with a memory-t
 |---|---|---|---|---|---|---|---|
 )md";
 
+inline constexpr char kSpeedsIntro[] =
+    R"md(## 14. Plans at other speeds
+
+Beyond the paper (issue 26): a real step never runs at exactly the profiled speeds. The event model admits a prefetch only if every compute step before its deadline still fits with it (docs/event-model.md, "Prefetch admission"), so a plan that completes at the profiled speeds completes within its budget at every speed. The rule before it (a prefetch starts when its tensor fits now) could deadlock at other speeds.
+
+**What the rule costs.** SlackSwap's iteration under the any-speed rule against the plan made under the fits-now rule, change in percent, on every preset and GPU from 20% to 90% of the all-keep peak ("-": no plan under either rule, below the floor).
+
+)md";
+
+inline constexpr char kSpeedsRobustness[] =
+    R"md(**How robust the plans are.** Each plan's report carries its replays at four fixed scalings: the link at half and twice its speed, and kernels 20% faster and 20% slower (`metrics.scaled`). The table lists % of ideal, each at its own speed, with the worst of the four. The last column takes the plan made under the fits-now rule and replays it under that rule at those four scalings and at the link x4 and kernels x2. It lists the scalings where that plan deadlocks. Under the any-speed rule none does.
+
+| Model | GPU | Budget | Profiled | Link x0.5 | Link x2 | Kernels x0.8 | Kernels x1.2 | Worst | Fits-now plan deadlocks at |
+|---|---|---|---|---|---|---|---|---|---|
+)md";
+
 // The closing section.
 inline constexpr char kWhyTheBaselines[] =
     R"md(## Why the baselines land where they do

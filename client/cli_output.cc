@@ -82,6 +82,31 @@ void PrintMetrics(const Inputs& in, const std::string& policy,
       Gigabytes(m.swapped_bytes()), Gigabytes(m.recomputed_bytes()),
       Gigabytes(m.peak_resident_bytes()), Millis(m.d2h_busy_ns()),
       Millis(m.h2d_busy_ns()), OffloadLag(m));
+  if (m.scaled_size() > 0) {
+    // "link x0.5 64.3%, ...": each at its own speed.
+    std::string speeds;
+    for (const v1::ScaledReplay& s : m.scaled()) {
+      if (!speeds.empty()) speeds += ", ";
+      const std::string name =
+          s.link_speed_factor() != 1
+              ? absl::StrFormat("link x%g", s.link_speed_factor())
+              : absl::StrFormat("kernels x%g", s.kernel_time_factor());
+      if (s.outcome() == v1::SIMULATION_OUTCOME_COMPLETED) {
+        absl::StrAppend(&speeds, name,
+                        absl::StrFormat(" %.1f%%", 100 * s.throughput_ratio()));
+      } else {
+        absl::StrAppend(&speeds, name,
+                        s.outcome() == v1::SIMULATION_OUTCOME_INFEASIBLE
+                            ? " INFEASIBLE"
+                            : " not replayed");
+      }
+    }
+    std::cout << absl::StrFormat(
+        "speeds       %s of ideal at each speed; worst %.1f%%, longest "
+        "iteration %s\n",
+        speeds, 100 * m.worst_scaled_throughput_ratio(),
+        Millis(m.worst_scaled_iteration_ns()));
+  }
   if (m.contention_ns() > 0 || m.uplink_wait_ns() > 0 || m.rank() > 0) {
     std::cout << absl::StrFormat(
         "node         HBM contention %s; transfers %s longer on the shared "

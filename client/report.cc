@@ -955,10 +955,10 @@ absl::Status Report::Speeds() {
   for (int b = 20; b <= 90; b += 10) budgets.push_back(b);
   std::vector<std::string> header = {"Model", "GPU"};
   for (int b : budgets) header.push_back(absl::StrCat(b, "%"));
-  absl::StrAppend(&md_, MarkdownRow(header), "|",
-                  absl::StrJoin(std::vector<std::string>(header.size(), "---"),
-                                "|"),
-                  "|\n");
+  absl::StrAppend(
+      &md_, MarkdownRow(header), "|",
+      absl::StrJoin(std::vector<std::string>(header.size(), "---"), "|"),
+      "|\n");
   double worst = 0;
   std::string worst_where = "none";
   int compared = 0, changed = 0;
@@ -990,10 +990,9 @@ absl::Status Report::Speeds() {
           continue;
         }
         const double change =
-            100.0 *
-            (static_cast<double>(now->result.replay.iteration_ns) /
-                 static_cast<double>(before.replay.iteration_ns) -
-             1.0);
+            100.0 * (static_cast<double>(now->result.replay.iteration_ns) /
+                         static_cast<double>(before.replay.iteration_ns) -
+                     1.0);
         ++compared;
         if (now->result.replay.iteration_ns != before.replay.iteration_ns)
           ++changed;
@@ -1035,8 +1034,7 @@ absl::Status Report::Speeds() {
   }
   for (const auto& [preset, label] : models) {
     if (preset == "vgg16") continue;
-    rows.push_back(
-        {preset, label + " (2 layers)", "a100", 2, {40, 60, 80}});
+    rows.push_back({preset, label + " (2 layers)", "a100", 2, {40, 60, 80}});
   }
   for (const Row& spec : rows) {
     const std::string& label = spec.label;
@@ -1068,34 +1066,34 @@ absl::Status Report::Speeds() {
           Check(r.replayed && r.feasible && r.peak_resident_bytes <= budget,
                 absl::StrCat("SlackSwap's plan fails at another speed on ",
                              w->label, " at ", b, "%"));
-          row.push_back(r.feasible
-                            ? absl::StrFormat("%.1f%%", 100 * r.throughput_ratio)
-                            : "deadlock");
+          row.push_back(
+              r.feasible ? absl::StrFormat("%.1f%%", 100 * r.throughput_ratio)
+                         : "deadlock");
           worst_ratio = std::min(worst_ratio, r.throughput_ratio);
         }
         row.push_back(absl::StrFormat("%.1f%%", 100 * worst_ratio));
         ++robust_plans;
         // The plan made under the fits-now rule, replayed under it.
-        SLACKSWAP_ASSIGN_OR_RETURN(
-            const PlanningResult before,
-            RunPolicy(Policy::kSlackSwap, w->trace, w->hardware, budget,
-                      fits_now));
+        SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult before,
+                                   RunPolicy(Policy::kSlackSwap, w->trace,
+                                             w->hardware, budget, fits_now));
         std::vector<std::string> deadlocks;
         if (before.feasible) {
           SimulationOptions old = options;
           old.prefetch_admission = PrefetchAdmission::kFitsNow;
           const Schedule old_schedule = DeriveSchedule(w->trace, before.plan);
           const std::vector<std::pair<std::string, SpeedScaling>> speeds = {
-              {"link x0.5", {1, 0.5}},   {"link x2", {1, 2}},
-              {"link x4", {1, 4}},       {"kernels x0.8", {0.8, 1}},
+              {"link x0.5", {1, 0.5}},    {"link x2", {1, 2}},
+              {"link x4", {1, 4}},        {"kernels x0.8", {0.8, 1}},
               {"kernels x1.2", {1.2, 1}}, {"kernels x2", {2, 1}}};
           for (const auto& [name, s] : speeds) {
             SLACKSWAP_ASSIGN_OR_RETURN(
-                const Trace trace, ScaleDurations(w->trace, s.kernel_time_factor));
+                const Trace trace,
+                ScaleDurations(w->trace, s.kernel_time_factor));
             const Hardware hw = ScaleLinks(w->hardware, s.link_speed_factor,
                                            s.link_speed_factor);
-            const SimulationResult r = SimulateSchedule(
-                trace, hw, before.plan, old_schedule, old);
+            const SimulationResult r =
+                SimulateSchedule(trace, hw, before.plan, old_schedule, old);
             if (!r.feasible) deadlocks.push_back(name);
           }
         }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "simulator/segment_tree.h"
 #include "simulator/event_model.h"
+#include "simulator/segment_tree.h"
 
 namespace slackswap {
 namespace {

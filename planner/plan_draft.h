@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "simulator/segment_tree.h"
 #include "simulator/plan.h"
+#include "simulator/segment_tree.h"
 #include "simulator/trace.h"
 
 namespace slackswap {

@@ -197,6 +197,15 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
               "each feasible plan a Plan call with an allocator model "
               "returned.")
           .Register(registry);
+  auto& scaled =
+      prometheus::BuildHistogram()
+          .Name("slackswap_plan_scaled_throughput_ratio")
+          .Help(
+              "The lowest predicted throughput, as a fraction of ideal at its "
+              "own speed, of each feasible plan a Plan call returned, replayed "
+              "with the link at half and twice its speed and kernels 20% "
+              "faster and slower: how sensitive the plans are to speeds.")
+          .Register(registry);
   auto& planning = prometheus::BuildHistogram()
                        .Name("slackswap_planning_seconds")
                        .Help("Time to make the plan of one Plan call.")
@@ -235,10 +244,10 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
                                     {"policy", policy},
                                     {"outcome", "infeasible"}});
     }
-    m.throughput = &throughput.Add(
-        {{"policy", policy}},
-        prometheus::Histogram::BucketBoundaries{0.3, 0.5, 0.7, 0.8, 0.9, 0.95,
-                                                0.97, 0.98, 0.99, 0.995, 1.0});
+    const prometheus::Histogram::BucketBoundaries ratios{
+        0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 1.0};
+    m.throughput = &throughput.Add({{"policy", policy}}, ratios);
+    m.scaled = &scaled.Add({{"policy", policy}}, ratios);
     m.stall = &stall.Add({{"policy", policy}}, Seconds());
     m.recompute = &recompute.Add({{"policy", policy}}, Seconds());
     m.uplink_wait = &uplink_wait.Add({{"policy", policy}}, Seconds());
@@ -309,6 +318,13 @@ void ServerMetrics::Planned(PlanCall call, Policy policy,
   m.contention->Observe(static_cast<double>(r.contention_ns) / 1e9);
   if (r.peak_reserved_bytes > 0) {
     m.reserved->Observe(static_cast<double>(r.peak_reserved_bytes));
+  }
+  if (!r.scaled.empty()) {
+    double worst = r.throughput_ratio;
+    for (const ScaledReplay& s : r.scaled) {
+      if (s.replayed) worst = std::min(worst, s.throughput_ratio);
+    }
+    m.scaled->Observe(worst);
   }
   m.gap->Observe(result.GapToLowerBound());
   m.swapped->Increment(static_cast<double>(r.swapped_bytes));

@@ -29,6 +29,9 @@
 //   slackswap_plan_contention_seconds{policy}             histogram
 //   slackswap_plan_reserved_bytes{policy}                 histogram (with an
 //                                                         allocator model)
+//   slackswap_plan_scaled_throughput_ratio{policy}        histogram (the
+//                                                         worst at the four
+//                                                         speed scalings)
 //   slackswap_planning_seconds{policy}                    histogram
 //   slackswap_plan_repair_iterations{policy}              histogram
 //   slackswap_plan_lower_bound_gap_ratio{policy}          histogram
@@ -109,6 +112,7 @@ class ServerMetrics : public PlanObserver {
     prometheus::Histogram* uplink_wait = nullptr;
     prometheus::Histogram* contention = nullptr;
     prometheus::Histogram* reserved = nullptr;
+    prometheus::Histogram* scaled = nullptr;
     prometheus::Histogram* planning = nullptr;
     prometheus::Histogram* repairs = nullptr;
     prometheus::Histogram* gap = nullptr;

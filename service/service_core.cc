@@ -19,10 +19,22 @@
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
 #include "simulator/schedule.h"
+#include "simulator/speed_scaling.h"
 #include "simulator/workload.h"
 
 namespace slackswap {
 namespace {
+
+// A feasible result's replays at the robustness scalings (speed_scaling.h),
+// under the options its own replay had.
+void AddScaledReplays(const Trace& trace, const Hardware& hardware,
+                      int64_t budget, const MemoryModel& memory,
+                      PlanningResult& result) {
+  if (!result.feasible) return;
+  result.replay.scaled = ReplayAtScalings(
+      trace, hardware, result.plan, DeriveSchedule(trace, result.plan),
+      AllocatorReplayOptions(budget, memory, result.per_layer_barriers));
+}
 
 constexpr int kMaxBudgets = 32;
 constexpr int kMaxPolicies = 16;
@@ -203,6 +215,8 @@ absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
   SLACKSWAP_ASSIGN_OR_RETURN(
       PlanningResult result,
       RunPolicyWithinBudget(policy, trace, hardware, budget, options));
+  if (call != PlanCall::kFrontier)
+    AddScaledReplays(trace, hardware, budget, options.memory, result);
   // The service's promise: a plan it calls feasible replays within its
   // budget. A policy that broke it is a bug, never an answer.
   const int64_t held = options.memory.budget_reserved
@@ -276,6 +290,10 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
   SLACKSWAP_ASSIGN_OR_RETURN(
       SimulationResult result,
       slackswap::Simulate(in.trace(), in.hardware, plan, options));
+  if (result.feasible) {
+    result.scaled = ReplayAtScalings(in.trace(), in.hardware, plan,
+                                     DeriveSchedule(in.trace(), plan), options);
+  }
   v1::SimulateResponse response;
   *response.mutable_metrics() = MetricsToProto(result);
   *response.mutable_plan() =
@@ -351,6 +369,7 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
                                return RunPolicy(policy, in.trace(), in.hardware,
                                                 resident_budget, options);
                              }));
+      AddScaledReplays(in.trace(), in.hardware, budget, options.memory, result);
       if (observer_ != nullptr) {
         observer_->Planned(PlanCall::kCompare, policy, result,
                            absl::Now() - start);

@@ -222,6 +222,26 @@ v1::Metrics MetricsToProto(const SimulationResult& r) {
   m.set_contention_ns(r.contention_ns);
   m.set_uplink_wait_ns(r.uplink_wait_ns);
   m.set_rank(r.rank);
+  if (!r.scaled.empty()) {
+    int64_t worst_iteration = r.iteration_ns;
+    double worst_ratio = r.throughput_ratio;
+    for (const ScaledReplay& s : r.scaled) {
+      v1::ScaledReplay* out = m.add_scaled();
+      out->set_kernel_time_factor(s.scaling.kernel_time_factor);
+      out->set_link_speed_factor(s.scaling.link_speed_factor);
+      if (!s.replayed) continue;
+      out->set_outcome(s.feasible ? v1::SIMULATION_OUTCOME_COMPLETED
+                                  : v1::SIMULATION_OUTCOME_INFEASIBLE);
+      out->set_iteration_ns(s.iteration_ns);
+      out->set_ideal_ns(s.ideal_ns);
+      out->set_throughput_ratio(s.throughput_ratio);
+      out->set_peak_resident_bytes(s.peak_resident_bytes);
+      worst_iteration = std::max(worst_iteration, s.iteration_ns);
+      worst_ratio = std::min(worst_ratio, s.throughput_ratio);
+    }
+    m.set_worst_scaled_iteration_ns(worst_iteration);
+    m.set_worst_scaled_throughput_ratio(worst_ratio);
+  }
   return m;
 }
 

@@ -128,7 +128,9 @@ class Replay {
   // when not, notes where it is held (held_).
   bool ProjectionAdmits(int64_t bytes);
   // The next compute step not started.
-  int32_t NextUnstartedStep() const { return compute_busy_ ? step_ + 1 : step_; }
+  int32_t NextUnstartedStep() const {
+    return compute_busy_ ? step_ + 1 : step_;
+  }
   void TryStartCompute();
   void TryStartD2H();
   void TryStartH2D();

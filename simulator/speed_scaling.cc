@@ -104,8 +104,8 @@ std::vector<ScaledReplay> ReplayAtScalings(const Trace& trace,
         !CheckPhysics(*scaled_trace, scaled_hardware).ok()) {
       continue;
     }
-    const SimulationResult replay = SimulateSchedule(
-        *scaled_trace, scaled_hardware, plan, schedule, o);
+    const SimulationResult replay =
+        SimulateSchedule(*scaled_trace, scaled_hardware, plan, schedule, o);
     r.replayed = true;
     r.feasible = replay.feasible;
     r.iteration_ns = replay.iteration_ns;

@@ -51,7 +51,8 @@ Hardware ScaleLinks(const Hardware& hardware, double d2h_factor,
 
 // Replays `plan` (valid, with `schedule` = DeriveSchedule) under `options`
 // (its timeline and cutoff ignored) at each of RobustnessScalings(), in that
-// order (SimulationResult::scaled holds them in a report). Cost: one replay and one trace copy per scaling.
+// order (SimulationResult::scaled holds them in a report). Cost: one replay and
+// one trace copy per scaling.
 std::vector<ScaledReplay> ReplayAtScalings(const Trace& trace,
                                            const Hardware& hardware,
                                            const Plan& plan,

@@ -1,8 +1,9 @@
 """Tests of the PyTorch runtime (client/python/slackswap_client/runtime.py) on
 CPU, against a real slackswap-server.
 
-For GPT- and BERT-style transformers, torchvision's ResNet-50 and an LSTM, at
-budgets 0.3/0.5/0.7 (SlackSwap's plans) and all-swap, all-recompute and
+For GPT- and BERT-style transformers, torchvision's ResNet-50, an LSTM, a GRU
+and a ViT with dropout, at budgets 0.2/0.3/0.5/0.7 (SlackSwap's plans for the
+A100, run at the CPU clock's speeds) and all-swap, all-recompute and
 random plans: the step run under the runtime gives the loss, every gradient
 and every buffer bitwise equal to an unmodified step; the saved bytes the
 runtime holds, operator by operator and rebuild by rebuild, equal the event
@@ -61,10 +62,15 @@ def make(which):
         if model is None:
             return None
         return model, torch.randn(2, 3, 32, 32), lambda out: out.logsumexp(-1).mean()
-    if which == "lstm":
-        model = models.lstm()
+    if which in ("lstm", "gru"):
+        model = getattr(models, which)()
         x = torch.randint(0, 64, (2, 12))
         return model, x, models.language_model_loss(x)
+    if which == "vit":
+        model = models.vit()
+        labels = torch.randint(0, 10, (2,))
+        return model, torch.randn(2, 3, 32, 32), \
+            lambda out: torch.nn.functional.cross_entropy(out, labels)
     raise ValueError(which)
 
 
@@ -180,10 +186,12 @@ class RuntimeModelsTest(unittest.TestCase):
         rng = random.Random(7)
         with Client(SERVER, deadline=60) as client:
             planned = 0
-            for fraction in (0.3, 0.5, 0.7):
-                # SlackSwap's plan for the A100; and one made for the runtime's
-                # CPU clock (a plan for one link speed can deadlock at another:
-                # prefetches admitted earlier hold memory a rebuild needs).
+            for fraction in (0.2, 0.3, 0.5, 0.7):
+                # SlackSwap's plan for the A100, run at the CPU clock's speeds
+                # (copies end at once, every operator as long as the others):
+                # a plan that completes at one speed completes within its
+                # budget at every other (docs/event-model.md); and one made
+                # for the CPU clock.
                 report = client.plan(trace, "a100", budget_fraction=fraction).report
                 if report.outcome == planning_pb2.PLAN_OUTCOME_PLANNED:
                     planned += 1
@@ -198,17 +206,20 @@ class RuntimeModelsTest(unittest.TestCase):
                 unlimited = client.simulate(uniform, plan, fast_link(), budget_bytes=1 << 50)
                 # At the plan's own peak: the budget binds where it peaks.
                 cases.append((kind, unlimited.plan, unlimited.metrics.peak_resident_bytes))
-            checked = 0
             for name, plan, budget in cases:
                 what = f"{which} {name}"
                 simulated = client.simulate(uniform, plan, fast_link(), budget_bytes=budget,
                                             timeline=True)
+                # Every plan completes at the CPU clock: the A100's plans
+                # made for other speeds, and the random plans at their own
+                # peak.
+                self.assertEqual(simulated.metrics.outcome,
+                                 simulation_pb2.SIMULATION_OUTCOME_COMPLETED, what)
                 runtime = Runtime(trace, simulated.plan, budget_bytes=budget)
-                assert_bitwise(self, plain, step(runtime), what)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")  # no warning, no BudgetError
+                    assert_bitwise(self, plain, step(runtime), what)
                 assert_nothing_left(self, runtime)
-                if simulated.metrics.outcome != simulation_pb2.SIMULATION_OUTCOME_COMPLETED:
-                    continue  # an A100 plan that deadlocks at the CPU clock's speed
-                checked += 1
                 expected = [("op" if e.kind == simulation_pb2.TIMELINE_EVENT_KIND_OP
                              else "rebuild", e.index, e.resident_bytes)
                             for e in simulated.timeline.events
@@ -222,14 +233,12 @@ class RuntimeModelsTest(unittest.TestCase):
                                   f"event model {expected[first] if first is not None else ''}")
                 self.assertLessEqual(runtime.peak_bytes, budget, what)
                 self.assertEqual(runtime.peak_bytes, simulated.metrics.peak_resident_bytes, what)
-                self.assertEqual(runtime.over_budget, 0, what)
                 # The CUDA path's bookkeeping (offloads complete when their
                 # events do, polled; a started prefetch is waited for on the
                 # device), on CPU with events that complete after 3 polls.
                 runtime = Runtime(trace, simulated.plan, budget_bytes=budget, _cpu_async=3)
                 assert_bitwise(self, plain, step(runtime), what + " (asynchronous copies)")
                 self.assertLessEqual(runtime.peak_bytes, budget, what + " (asynchronous copies)")
-            self.assertGreaterEqual(checked, len(cases) - 3, what)
         return trace
 
     def test_gpt(self):
@@ -243,6 +252,12 @@ class RuntimeModelsTest(unittest.TestCase):
 
     def test_lstm(self):
         self.check_model("lstm")
+
+    def test_gru(self):
+        self.check_model("gru")
+
+    def test_vit_with_dropout(self):
+        self.check_model("vit")
 
 
 class EdgeCases:
@@ -447,6 +462,26 @@ class RuntimeBehaviourTest(unittest.TestCase):
         assert_nothing_left(self, runtime)
         # The runtime can run a full step afterwards.
         assert_bitwise(self, self.step(), self.step(runtime), "after an exception")
+
+    def test_a_step_that_cannot_fit_raises_and_names_it(self):
+        # The plan made for 40%, run at a budget the event model says it
+        # cannot complete in: the first step that can never start is named,
+        # and nothing runs over the budget or is left behind.
+        from slackswap_client import BudgetError, Client, Runtime
+        from slackswap.v1 import simulation_pb2
+        budget = self.report.metrics.peak_resident_bytes * 3 // 4
+        with Client(SERVER, deadline=60) as client:
+            simulated = client.simulate(uniform_copy(self.trace), self.report.plan, fast_link(),
+                                        budget_bytes=budget)
+        self.assertEqual(simulated.metrics.outcome, simulation_pb2.SIMULATION_OUTCOME_INFEASIBLE)
+        why = simulated.metrics.infeasibility
+        blocked = (f"the rebuild of tensor {why.rebuild_tensor}" if why.rebuild_tensor >= 0
+                   else f"op {why.op}")
+        runtime = Runtime(self.trace, simulated.plan, budget_bytes=budget)
+        with self.assertRaisesRegex(BudgetError, f"{blocked} cannot start within the budget"):
+            self.step(runtime)
+        self.assertLessEqual(runtime.peak_bytes, budget)
+        assert_nothing_left(self, runtime)
 
     def test_a_plan_without_its_schedule_is_refused(self):
         from slackswap.v1 import plan_pb2

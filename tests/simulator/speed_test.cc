@@ -73,8 +73,8 @@ std::vector<Workload> SweepWorkloads(int random_traces) {
   for (int seed = 1; seed <= random_traces; ++seed) {
     const SmallTrace small =
         RandomSmallTrace(static_cast<uint64_t>(seed), {2, 12, 10});
-    out.push_back({absl::StrCat("random-", seed),
-                   *ValidateTrace(small.trace), small.hardware});
+    out.push_back({absl::StrCat("random-", seed), *ValidateTrace(small.trace),
+                   small.hardware});
   }
   return out;
 }
@@ -138,9 +138,9 @@ SweepCounts Sweep(const Variant& variant, int random_traces, int plans_each,
       int64_t reference = peak;
       double low = 0.45, high = 1.05;
       if (p % 2 == 0) {
-        reference = SimulateSchedule(w.trace, w.hardware, plan, schedule,
-                                     options)
-                        .peak_resident_bytes;
+        reference =
+            SimulateSchedule(w.trace, w.hardware, plan, schedule, options)
+                .peak_resident_bytes;
         low = 0.9;
         high = 1.1;
       }
@@ -171,8 +171,7 @@ SweepCounts Sweep(const Variant& variant, int random_traces, int plans_each,
           counts.first_failure = absl::StrCat(
               w.name, " plan ", p, " at ", speeds.description, ": profiled ",
               profiled.feasible ? "completes" : "does not complete",
-              ", scaled ",
-              r.feasible ? "completes" : r.infeasibility.reason);
+              ", scaled ", r.feasible ? "completes" : r.infeasibility.reason);
         }
       }
     }
@@ -209,7 +208,8 @@ TEST(SpeedTest, NodePhysicsChangeNoOutcome) {
     v.node_physics = true;
     v.skew_ns = skew;
     const SweepCounts c = Sweep(v, 60, 6, 4);
-    EXPECT_EQ(c.outcome_changed, 0) << "skew " << skew << ": " << c.first_failure;
+    EXPECT_EQ(c.outcome_changed, 0)
+        << "skew " << skew << ": " << c.first_failure;
     EXPECT_EQ(c.over_budget, 0) << c.first_failure;
     std::cout << c.plans << " plans, " << c.completed << " complete, "
               << c.scaled_replays << " scaled replays\n";
@@ -217,7 +217,8 @@ TEST(SpeedTest, NodePhysicsChangeNoOutcome) {
 }
 
 TEST(SpeedTest, TheAllocatorObservingChangesNoOutcome) {
-  for (AllocatorKind kind : {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
+  for (AllocatorKind kind :
+       {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
     for (bool reserved : {false, true}) {
       Variant v;
       v.allocator = kind;

@@ -144,3 +144,53 @@ class LSTMModel(nn.Module):
 
 def lstm(vocab=64, hidden=32, layers=2):
     return LSTMModel(vocab, hidden, layers)
+
+
+class GRUModel(nn.Module):
+    """Embedding, a two-layer nn.GRU with dropout between the layers, and a
+    linear head."""
+
+    def __init__(self, vocab=64, hidden=32, layers=2, dropout=0.1):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, hidden)
+        self.gru = nn.GRU(hidden, hidden, layers, batch_first=True, dropout=dropout)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        out, _ = self.gru(self.embedding(tokens))
+        return self.head(out)
+
+
+def gru(vocab=64, hidden=32, layers=2):
+    return GRUModel(vocab, hidden, layers)
+
+
+class ViT(nn.Module):
+    """A small vision transformer: convolutional patch embedding, a class
+    token, learned positions with dropout, pre-LayerNorm encoder blocks with
+    dropout, and a classifier on the class token."""
+
+    def __init__(self, image=32, patch=8, hidden=64, heads=4, layers=2, classes=10,
+                 dropout=0.1):
+        super().__init__()
+        self.patches = nn.Conv2d(3, hidden, patch, stride=patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, hidden))
+        self.positions = nn.Parameter(torch.randn(1, (image // patch) ** 2 + 1, hidden) * 0.02)
+        self.dropout = dropout
+        for i in range(layers):
+            self.add_module(f"layer{i}", Block(hidden, heads, dropout, causal=False))
+        self.layers = layers
+        self.ln = nn.LayerNorm(hidden)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, images):
+        x = self.patches(images).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)
+        x = F.dropout(x + self.positions, self.dropout, self.training)
+        for i in range(self.layers):
+            x = getattr(self, f"layer{i}")(x)
+        return self.head(self.ln(x[:, 0]))
+
+
+def vit(image=32, patch=8, hidden=64, heads=4, layers=2, classes=10):
+    return ViT(image, patch, hidden, heads, layers, classes)

@@ -22,8 +22,11 @@ Per decision:
   step) on the D2H stream, in production order, once its producer has ended;
   the device copy is let go when the copy has ended and its last forward
   reader has run. Prefetched on the H2D stream in the plan's order (earliest
-  need first) once the compute stream reaches the plan's issue operator and
-  the tensor fits in the budget; the reader waits for that copy's event only.
+  need first) once the compute stream reaches the plan's issue operator, the
+  tensor fits in the budget, and every step before its deadline still fits
+  with it (the event model's any-speed admission: a plan that completes in
+  the event model completes within its budget at whatever speed copies and
+  kernels run here); the reader waits for that copy's event only.
 - RECOMPUTE: let go after its last forward reader, and rebuilt before the
   plan's rebuild point by replaying the operators that made it (the recipe of
   recording.Dataflow) from its recompute inputs, with the random-number state
@@ -33,7 +36,8 @@ Per decision:
 The order of everything follows the event model (SPEC section 3) with the
 plan's schedule: rebuilds run in the plan's order before their operator;
 a step waits only for the prefetches it needs (and those ahead of them in
-the queue) and for memory; compute allocations go before prefetches. On
+the queue) and for memory; compute allocations go before prefetches; a step
+that could never start within the budget raises BudgetError naming it. On
 CUDA the copies run on two streams and complete when their events do. On CPU
 the same code runs with synchronous copies, each transfer taking one tick of
 a clock on which operators take much longer; then the bytes the runtime
@@ -65,6 +69,13 @@ from .recording import (VIEW_OPS, Dataflow, TensorRef, op_name, storage_base, st
 
 class MismatchError(RuntimeError):
     """The step differs from the profiled trace."""
+
+
+class BudgetError(RuntimeError):
+    """A step cannot start within the budget and nothing pending frees memory.
+    The event model proves this unreachable for a plan the service returned
+    (docs/event-model.md, "Prefetch admission"); a plan made by hand, or for
+    another trace, can reach it."""
 
 
 class _Static:
@@ -165,6 +176,56 @@ class _Static:
             if self.decision[i] != "keep":
                 raise ValueError(f"plan.tensors[{i}]: a tensor from before the step "
                                  "(produced by op 0) can only be kept")
+        self._admission(rebuild_step)
+
+    def _admission(self, rebuild_step):
+        """What the event model's prefetch admission needs (docs/event-model.md,
+        "Prefetch admission"): each prefetch's deadline (the first step that
+        cannot start before it has ended) and the static profile of the steps
+        (bytes resident at each step's start, plus its own allocation), with
+        every swapped tensor's forward copy held until its offload is seen to
+        end (the runtime takes it off then)."""
+        n_steps = len(self.steps)
+        self.deadline = [n_steps] * len(self.prefetch_order)
+        required = 0
+        for j in range(n_steps):
+            while required < self.needed[j]:
+                self.deadline[required] = j
+                required += 1
+        rank = {t: k for k, t in enumerate(self.prefetch_order)}
+        last_reader = {}
+        for step, tids in self.release_after_step.items():
+            for t in tids:
+                last_reader[t] = step
+        diff = [0] * (n_steps + 1)
+
+        def hold(first, last, size):
+            if first <= last:
+                diff[first] += size
+                diff[last + 1] -= size
+
+        self.forward_end_step = {}
+        for t, decision in enumerate(self.decision):
+            size = self.size[t]
+            produced = self.op_step[self.producer[t]]
+            forward_end = self.op_step[self.last_fwd[t]]
+            last = last_reader.get(t, -1)
+            if decision == "keep":
+                hold(produced + 1, last, size)
+                continue
+            hold(produced + 1, forward_end, size)
+            if decision == "recompute":
+                hold(rebuild_step[t] + 1, last, size)
+            else:
+                self.forward_end_step[t] = forward_end
+                hold(forward_end + 1, n_steps - 1, size)
+                hold(self.deadline[rank[t]], last, size)
+        self.profile = []
+        resident = 0
+        for j, (kind, index) in enumerate(self.steps):
+            resident += diff[j]
+            self.profile.append(resident + (self.alloc[index] if kind == "op"
+                                            else self.size[index]))
 
 
 class _TickEvent:
@@ -311,9 +372,10 @@ class Runtime:
         self._next_prefetch = 0
         self._prefetches_done = 0
         self._waits_for_memory = False
+        self._running = False        # the step self._step runs (its copies go on)
+        self._projection = list(s.profile)  # per step: the admission's projection
 
         self._ready_event = {}       # tid -> CUDA event the reader waits for
-        self.over_budget = 0
         self._workspace = 0          # the running op's workspace (from the trace)
         self._async = self._tick_delay > 0  # copies complete when their events do
         self._d2h_in_flight = collections.deque()
@@ -346,7 +408,8 @@ class Runtime:
         self.ledger.append((kind, index, resident))
         self.peak_bytes = max(self.peak_bytes, resident)
         if resident > self.s.budget:
-            self.over_budget += 1
+            raise BudgetError(f"slackswap runtime: {kind} {index} holds {resident} bytes, over "
+                              f"the budget of {self.s.budget} (please report it)")
 
     # ----- matching -----
 
@@ -582,23 +645,24 @@ class Runtime:
                     return
                 self._waits_for_memory = True
             if not self._round(wait=True):
-                # Nothing pending can help: at this speed the plan deadlocks
-                # here in the event model (a plan is validated at the
-                # profiled speeds). Run anyway, over the budget, and say so.
+                # Nothing pending can help. The event model proves this
+                # unreachable for a plan that completes in it at one speed:
+                # the plan does not fit this trace and budget.
                 kind, index = s.steps[step]
-                warnings.warn(
+                raise BudgetError(
                     f"slackswap runtime: {'op' if kind == 'op' else 'the rebuild of tensor'} "
                     f"{index} cannot start within the budget ({self._bytes} of {s.budget} "
                     f"bytes held, {alloc} more needed, prefetches {self._prefetches_done} of "
-                    f"{s.needed[step]} done) and nothing pending frees memory: running over "
-                    "the budget", RuntimeWarning, stacklevel=2)
-                if self._prefetches_done < s.needed[step]:
-                    self._force_prefetches(s.needed[step])
-                return
+                    f"{s.needed[step]} done) and nothing pending frees memory: the plan does "
+                    "not complete within this budget (Simulate it on this trace)")
 
     def _during_step(self):
-        while self._round(wait=False):
-            pass
+        self._running = True
+        try:
+            while self._round(wait=False):
+                pass
+        finally:
+            self._running = False
 
     def _round(self, wait):
         """One tick of the copy streams: start at most one offload and one
@@ -699,17 +763,29 @@ class Runtime:
         self._offloaded.add(tid)
         if tid in self._forward_done:
             self._let_go(tid)
+        # The admission may now count the forward copy's free.
+        size = self.s.size[tid]
+        projection = self._projection
+        for j in range(self.s.forward_end_step[tid] + 1, len(projection)):
+            projection[j] -= size
 
     def _start_prefetch(self):
         s = self.s
         if self._waits_for_memory or self._next_prefetch >= len(s.prefetch_order):
             return None
         tid = s.prefetch_order[self._next_prefetch]
-        if tid not in self._offloaded or \
-                self._bytes + self._workspace + s.size[tid] > s.budget:
+        size = s.size[tid]
+        if tid not in self._offloaded or self._ops_done < s.issue_op[tid] or \
+                self._bytes + self._workspace + size > s.budget:
             return None
-        if self._ops_done < s.issue_op[tid]:
+        # Every step from the next one not started up to its deadline must
+        # still fit with it (the event model's any-speed admission).
+        first = self._step + (1 if self._running else 0)
+        deadline = s.deadline[self._next_prefetch]
+        if first < deadline and max(self._projection[first:deadline]) + size > s.budget:
             return None
+        for j in range(first, deadline):
+            self._projection[j] += size
         self._next_prefetch += 1
         self._hold(tid, self._copy_in(tid))
         return tid
@@ -731,17 +807,6 @@ class Runtime:
             return host.clone()  # done at once: nothing for the reader to wait for
         finally:
             self._internal = False
-
-    def _force_prefetches(self, needed):
-        s = self.s
-        while self._prefetches_done < needed:
-            tid = s.prefetch_order[self._next_prefetch]
-            if tid not in self._offloaded:
-                raise RuntimeError(f"slackswap runtime: tensor {tid} is needed before its "
-                                   "offload could run (the plan is inconsistent)")
-            self._next_prefetch += 1
-            self._hold(tid, self._copy_in(tid))
-            self._prefetches_done += 1
 
     def _streams(self):
         if self._d2h_stream is None:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
@@ -88,6 +89,74 @@ TEST_F(ServiceTest, PlanIsUnderBudgetDeterministicAndReplays) {
   EXPECT_EQ(replay.metrics().SerializeAsString(),
             a.report().metrics().SerializeAsString());
   EXPECT_GT(replay.timeline().events_size(), request.trace().operators_size());
+}
+
+// Every completed plan in a Plan or Compare answer carries its replays at
+// the four speed scalings: all complete within the budget, and the worst
+// figures are those of the five replays.
+void ExpectScaledReplays(const v1::Metrics& m, int ops,
+                         const std::string& what) {
+  if (m.outcome() != v1::SIMULATION_OUTCOME_COMPLETED) {
+    EXPECT_EQ(m.scaled_size(), 0) << what;
+    return;
+  }
+  ASSERT_EQ(m.scaled_size(), 4) << what;
+  const double kernels[] = {1, 1, 0.8, 1.2};
+  const double links[] = {0.5, 2, 1, 1};
+  int64_t worst_iteration = m.iteration_ns();
+  double worst_ratio = m.throughput_ratio();
+  for (int i = 0; i < 4; ++i) {
+    const v1::ScaledReplay& s = m.scaled(i);
+    EXPECT_EQ(s.kernel_time_factor(), kernels[i]) << what;
+    EXPECT_EQ(s.link_speed_factor(), links[i]) << what;
+    EXPECT_EQ(s.outcome(), v1::SIMULATION_OUTCOME_COMPLETED)
+        << what << " " << i;
+    EXPECT_LE(s.peak_resident_bytes(), m.budget_bytes()) << what;
+    // Each op's duration rounded to the nearest ns.
+    EXPECT_NEAR(static_cast<double>(s.ideal_ns()),
+                static_cast<double>(m.ideal_ns()) * kernels[i], 0.5 * ops)
+        << what;
+    EXPECT_DOUBLE_EQ(s.throughput_ratio(),
+                     static_cast<double>(s.ideal_ns()) / s.iteration_ns());
+    worst_iteration = std::max(worst_iteration, s.iteration_ns());
+    worst_ratio = std::min(worst_ratio, s.throughput_ratio());
+  }
+  EXPECT_EQ(m.worst_scaled_iteration_ns(), worst_iteration) << what;
+  EXPECT_EQ(m.worst_scaled_throughput_ratio(), worst_ratio) << what;
+  // Kernels 20% slower take longer than the profiled plan.
+  EXPECT_GT(m.worst_scaled_iteration_ns(), m.iteration_ns()) << what;
+}
+
+TEST_F(ServiceTest, PlansCarryTheirReplaysAtOtherSpeeds) {
+  for (double fraction : {0.4, 0.6, 0.9}) {
+    const v1::PlanRequest request = PlanRequest(fraction);
+    v1::PlanResponse a;
+    grpc::ClientContext ca;
+    ASSERT_TRUE(stub_->Plan(&ca, request, &a).ok());
+    ExpectScaledReplays(a.report().metrics(), request.trace().operators_size(),
+                        absl::StrCat("plan ", fraction));
+  }
+  const v1::PlanRequest base = PlanRequest(0.5);
+  v1::CompareRequest compare;
+  *compare.mutable_trace() = base.trace();
+  *compare.mutable_hardware() = base.hardware();
+  compare.add_budgets()->set_fraction_of_peak(0.3);
+  compare.add_budgets()->set_fraction_of_peak(0.6);
+  for (v1::Policy p :
+       {v1::POLICY_SLACKSWAP, v1::POLICY_VDNN, v1::POLICY_SUPERNEURONS,
+        v1::POLICY_SWAPADVISOR, v1::POLICY_CHECKPOINTING}) {
+    compare.add_policies(p);
+  }
+  v1::CompareResponse compared;
+  grpc::ClientContext cc;
+  ASSERT_TRUE(stub_->Compare(&cc, compare, &compared).ok());
+  int completed = 0;
+  for (const v1::ComparisonEntry& e : compared.comparison().entries()) {
+    ExpectScaledReplays(e.report().metrics(), base.trace().operators_size(),
+                        absl::StrCat("compare ", v1::Policy_Name(e.policy())));
+    completed += e.report().metrics().scaled_size() > 0;
+  }
+  EXPECT_GE(completed, 6);
 }
 
 TEST_F(ServiceTest, InfeasibleBudgetIsAnOkResponseThatSaysWhy) {

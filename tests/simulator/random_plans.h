@@ -3,6 +3,8 @@
 #define SLACKSWAP_TESTS_SIMULATOR_RANDOM_PLANS_H_
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
 #include "simulator/schedule.h"
+#include "simulator/speed_scaling.h"
 #include "simulator/trace.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
@@ -69,6 +72,45 @@ inline std::vector<Workload> SmallWorkloads(
           {absl::StrCat(preset, "/", gpu), *ValidateTrace(*generated), hw});
     }
   }
+  return out;
+}
+
+// The trace and hardware at random speeds: every op and rebuild duration
+// times a factor in [0, 10] (its own, or one for all; now and then 0), each
+// link direction times one in [0.1, 10] or infinite, the latency sometimes 0.
+struct RandomSpeeds {
+  Trace trace;
+  Hardware hardware;
+  std::string description;
+};
+
+inline RandomSpeeds RandomlyScaled(const Trace& trace, const Hardware& hardware,
+                                   std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> kernel(0.0, 10.0);
+  std::uniform_real_distribution<double> link_log(std::log(0.1),
+                                                  std::log(10.0));
+  std::vector<double> op_factors(trace.ops.size());
+  std::vector<double> rebuild_factors(trace.tensors.size());
+  // Some sweeps scale everything alike, some each duration on its own; a
+  // factor of 0 (an op that takes no time) now and then.
+  const bool alike = rng() % 4 == 0;
+  const double common = kernel(rng);
+  auto draw = [&] {
+    if (rng() % 16 == 0) return 0.0;
+    return alike ? common : kernel(rng);
+  };
+  for (double& f : op_factors) f = draw();
+  for (double& f : rebuild_factors) f = draw();
+  auto link = [&] {
+    return rng() % 5 == 0 ? std::numeric_limits<double>::infinity()
+                          : std::exp(link_log(rng));
+  };
+  const double d2h = link(), h2d = link();
+  RandomSpeeds out{*ScaleDurations(trace, op_factors, rebuild_factors),
+                   ScaleLinks(hardware, d2h, h2d),
+                   absl::StrCat("d2h x", d2h, ", h2d x", h2d,
+                                alike ? ", kernels alike" : ", kernels apart")};
+  if (rng() % 3 == 0) out.hardware.transfer_latency_ns = 0;
   return out;
 }
 

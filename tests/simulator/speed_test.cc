@@ -24,46 +24,11 @@
 namespace slackswap {
 namespace {
 
+using ::slackswap::testing::RandomlyScaled;
 using ::slackswap::testing::RandomPlan;
+using ::slackswap::testing::RandomSpeeds;
 using ::slackswap::testing::SmallWorkloads;
 using ::slackswap::testing::Workload;
-
-// A random scaling of every duration and of each link direction.
-struct RandomSpeeds {
-  Trace trace;
-  Hardware hardware;
-  std::string description;
-};
-
-RandomSpeeds Scale(const Trace& trace, const Hardware& hardware,
-                   std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> kernel(0.0, 10.0);
-  std::uniform_real_distribution<double> link_log(std::log(0.1),
-                                                  std::log(10.0));
-  std::vector<double> op_factors(trace.ops.size());
-  std::vector<double> rebuild_factors(trace.tensors.size());
-  // Some sweeps scale everything alike, some each duration on its own; a
-  // factor of 0 (an op that takes no time) now and then.
-  const bool alike = rng() % 4 == 0;
-  const double common = kernel(rng);
-  auto draw = [&] {
-    if (rng() % 16 == 0) return 0.0;
-    return alike ? common : kernel(rng);
-  };
-  for (double& f : op_factors) f = draw();
-  for (double& f : rebuild_factors) f = draw();
-  auto link = [&] {
-    return rng() % 5 == 0 ? std::numeric_limits<double>::infinity()
-                          : std::exp(link_log(rng));
-  };
-  const double d2h = link(), h2d = link();
-  RandomSpeeds out{*ScaleDurations(trace, op_factors, rebuild_factors),
-                   ScaleLinks(hardware, d2h, h2d),
-                   absl::StrCat("d2h x", d2h, ", h2d x", h2d,
-                                alike ? ", kernels alike" : ", kernels apart")};
-  if (rng() % 3 == 0) out.hardware.transfer_latency_ns = 0;
-  return out;
-}
 
 // The workloads of the sweep: random small traces (each with its own link)
 // and small generated ones on four GPUs.
@@ -153,7 +118,7 @@ SweepCounts Sweep(const Variant& variant, int random_traces, int plans_each,
       ++counts.plans;
       if (profiled.feasible) ++counts.completed;
       for (int k = 0; k < scalings; ++k) {
-        const RandomSpeeds speeds = Scale(w.trace, w.hardware, rng);
+        const RandomSpeeds speeds = RandomlyScaled(w.trace, w.hardware, rng);
         if (!CheckTimeRange(speeds.trace, speeds.hardware).ok() ||
             !CheckPhysics(speeds.trace, speeds.hardware).ok()) {
           continue;

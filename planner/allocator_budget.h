@@ -7,7 +7,12 @@
 // for R may reserve more than R (rounding, and cached blocks too small to
 // reuse), so PlanUnderAllocator plans again for a smaller resident budget,
 // less by the overshoot each time, until the plan's replay under the reserved
-// budget completes: at most kReservedBudgetRounds plans. The result's replay
+// budget completes, at the profiled speeds and at ReservedCheckScalings(): at
+// most kReservedBudgetRounds plans. If none completes at all of those speeds,
+// the first that completed at the profiled ones is the answer. (Reserved
+// bytes depend on the order in which allocations and frees interleave, which
+// the speeds change: the event model's any-speed proof covers resident bytes
+// only; these checks stand in for it, docs/planner.md.) The result's replay
 // is that replay (Simulate with the same budget and allocator model
 // reproduces it), and planned_budget_bytes says which resident budget the
 // plan was made for.
@@ -22,10 +27,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "planner/planning_result.h"
 #include "simulator/caching_allocator.h"
+#include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/trace.h"
 
@@ -39,6 +46,11 @@ struct MemoryModel {
 };
 
 inline constexpr int kReservedBudgetRounds = 8;
+
+// The speeds a plan for a reserved budget must also complete at: the four
+// robustness scalings (simulator/speed_scaling.h) and copies that end at
+// once (the link infinitely fast, as the runtime's copies on a CPU).
+const std::vector<SpeedScaling>& ReservedCheckScalings();
 
 // Plans for a resident budget: a policy.
 using BudgetedPlanner =

@@ -5,6 +5,7 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/status/status.h"
+#include "base/status_macros.h"
 #include "simulator/trace_limits.h"
 
 namespace slackswap {
@@ -80,6 +81,25 @@ Hardware ScaleLinks(const Hardware& hardware, double d2h_factor,
   return scaled;
 }
 
+absl::StatusOr<SimulationResult> ReplayScaled(const Trace& trace,
+                                              const Hardware& hardware,
+                                              const Plan& plan,
+                                              const Schedule& schedule,
+                                              const SimulationOptions& options,
+                                              const SpeedScaling& scaling) {
+  absl::StatusOr<Trace> scaled_trace =
+      scaling.kernel_time_factor == 1
+          ? absl::StatusOr<Trace>(trace)
+          : ScaleDurations(trace, scaling.kernel_time_factor);
+  if (!scaled_trace.ok()) return scaled_trace.status();
+  const Hardware scaled_hardware = ScaleLinks(
+      hardware, scaling.link_speed_factor, scaling.link_speed_factor);
+  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(*scaled_trace, scaled_hardware));
+  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(*scaled_trace, scaled_hardware));
+  return SimulateSchedule(*scaled_trace, scaled_hardware, plan, schedule,
+                          options);
+}
+
 std::vector<ScaledReplay> ReplayAtScalings(const Trace& trace,
                                            const Hardware& hardware,
                                            const Plan& plan,
@@ -93,25 +113,15 @@ std::vector<ScaledReplay> ReplayAtScalings(const Trace& trace,
   for (const SpeedScaling& scaling : RobustnessScalings()) {
     ScaledReplay& r = replays.emplace_back();
     r.scaling = scaling;
-    absl::StatusOr<Trace> scaled_trace =
-        scaling.kernel_time_factor == 1
-            ? absl::StatusOr<Trace>(trace)
-            : ScaleDurations(trace, scaling.kernel_time_factor);
-    if (!scaled_trace.ok()) continue;
-    const Hardware scaled_hardware = ScaleLinks(
-        hardware, scaling.link_speed_factor, scaling.link_speed_factor);
-    if (!CheckTimeRange(*scaled_trace, scaled_hardware).ok() ||
-        !CheckPhysics(*scaled_trace, scaled_hardware).ok()) {
-      continue;
-    }
-    const SimulationResult replay =
-        SimulateSchedule(*scaled_trace, scaled_hardware, plan, schedule, o);
+    const absl::StatusOr<SimulationResult> replay =
+        ReplayScaled(trace, hardware, plan, schedule, o, scaling);
+    if (!replay.ok()) continue;
     r.replayed = true;
-    r.feasible = replay.feasible;
-    r.iteration_ns = replay.iteration_ns;
-    r.ideal_ns = replay.ideal_ns;
-    r.throughput_ratio = replay.throughput_ratio;
-    r.peak_resident_bytes = replay.peak_resident_bytes;
+    r.feasible = replay->feasible;
+    r.iteration_ns = replay->iteration_ns;
+    r.ideal_ns = replay->ideal_ns;
+    r.throughput_ratio = replay->throughput_ratio;
+    r.peak_resident_bytes = replay->peak_resident_bytes;
   }
   return replays;
 }

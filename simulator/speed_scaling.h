@@ -50,6 +50,17 @@ Hardware ScaleLinks(const Hardware& hardware, double d2h_factor,
                     double h2d_factor);
 
 // Replays `plan` (valid, with `schedule` = DeriveSchedule) under `options`
+// with the trace's durations and the machine's links scaled by `scaling`.
+// OUT_OF_RANGE or INVALID_ARGUMENT when the scaled trace or machine leaves
+// the ranges the event model accepts (CheckTimeRange, CheckPhysics).
+absl::StatusOr<SimulationResult> ReplayScaled(const Trace& trace,
+                                              const Hardware& hardware,
+                                              const Plan& plan,
+                                              const Schedule& schedule,
+                                              const SimulationOptions& options,
+                                              const SpeedScaling& scaling);
+
+// Replays `plan` (valid, with `schedule` = DeriveSchedule) under `options`
 // (its timeline and cutoff ignored) at each of RobustnessScalings(), in that
 // order (SimulationResult::scaled holds them in a report). Cost: one replay and
 // one trace copy per scaling.

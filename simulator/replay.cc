@@ -44,6 +44,9 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
       s_(schedule),
       options_(options),
       rates_(rates),
+      projection_on_(options.prefetch_admission ==
+                         PrefetchAdmission::kAnySpeed &&
+                     !schedule.prefetch_order.empty()),
       offloaded_(trace.tensors.size(), 0),
       forward_done_(trace.tensors.size(), 0),
       modelled_(options.allocator != AllocatorKind::kNone),
@@ -52,10 +55,6 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
                                         ? options.budget_bytes
                                         : CachingAllocatorModel::kNoLimit) {
   if (options.per_layer_barriers) ComputeBarriers();
-  if (options.prefetch_admission == PrefetchAdmission::kAnySpeed &&
-      !s_.prefetch_order.empty()) {
-    ComputeProjection();
-  }
   if (modelled_) allocation_.assign(trace.tensors.size(), -1);
   result_.budget_bytes = options_.budget_bytes;
   result_.ideal_ns = trace_.ideal_ns;
@@ -141,10 +140,10 @@ void Replay::ComputeBarriers() {
   }
 }
 
-void Replay::ComputeProjection() {
-  const int32_t steps = s_.num_steps;
+void Replay::ComputeDeadlines() {
   // A prefetch's deadline: the first step that requires it or one behind it
   // in the queue (a running maximum: the queue is served in order).
+  const int32_t steps = s_.num_steps;
   prefetch_deadline_.assign(s_.prefetch_order.size(), steps);
   int32_t required = 0;
   for (int32_t j = 0; j < steps; ++j) {
@@ -152,64 +151,68 @@ void Replay::ComputeProjection() {
     if (!barrier_prefetches_.empty()) r = std::max(r, barrier_prefetches_[j]);
     for (; required < r; ++required) prefetch_deadline_[required] = j;
   }
+}
+
+void Replay::BuildProjection() {
   // Each copy as the steps whose start finds it resident, in a difference
-  // array; each step's own allocation on top.
+  // array (from its first such step to the step after its last); each
+  // step's own allocation on top. Every copy's last step is its last
+  // reader's (the release rows); forward copies that are not kept end at
+  // their last forward use. Built when first asked, so that offloads ended
+  // by then are not counted and no prefetch has started early.
+  const int32_t steps = s_.num_steps;
   std::vector<int64_t> values(steps, 0);
   std::vector<int64_t> diff(static_cast<size_t>(steps) + 1, 0);
-  auto hold = [&](int32_t from, int32_t to, int64_t bytes) {
-    if (from > to) return;
-    diff[from] += bytes;
-    diff[to + 1] -= bytes;
-  };
-  const int32_t num_tensors = trace_.num_tensors();
-  std::vector<int32_t> last_reader(num_tensors, 0);
-  for (int32_t j = 0; j < steps; ++j) {
-    for (int32_t t : s_.release_after_step.Row(j)) last_reader[t] = j;
-  }
-  std::vector<int32_t> rebuild_step(num_tensors, -1);
+  const auto size_of = [&](int32_t t) { return trace_.tensors[t].size_bytes; };
   for (int32_t o = 0; o < trace_.num_ops(); ++o) {
     for (int32_t k = s_.rebuilds.begin[o]; k < s_.rebuilds.begin[o + 1]; ++k) {
-      const int32_t t = s_.rebuilds.items[k];
-      rebuild_step[t] = o + k;
-      values[o + k] = trace_.tensors[t].size_bytes;
+      const int64_t size = size_of(s_.rebuilds.items[k]);
+      values[o + k] = size;
+      diff[o + k + 1] += size;  // the rebuilt copy
     }
     values[s_.OpStep(o)] = trace_.op_allocation_bytes[o];
   }
-  for (int32_t t = 0; t < num_tensors; ++t) {
+  for (int32_t j = 0; j < steps; ++j) {
+    for (int32_t t : s_.release_after_step.Row(j)) diff[j + 1] -= size_of(t);
+  }
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
     const Tensor& tensor = trace_.tensors[t];
     const int64_t size = tensor.size_bytes;
-    const int32_t produced = s_.OpStep(tensor.producer_op);
-    const int32_t forward_end = s_.OpStep(tensor.last_forward_use);
-    switch (plan_.decisions[t]) {
-      case Decision::kKeep:
-        hold(produced + 1, last_reader[t], size);
-        break;
-      case Decision::kRecompute:
-        hold(produced + 1, forward_end, size);
-        hold(rebuild_step[t] + 1, last_reader[t], size);
-        break;
-      case Decision::kSwap:
-        hold(produced + 1, forward_end, size);
-        // Until its offload is seen to end (FinishD2H takes it off).
-        hold(forward_end + 1, steps - 1, size);
-        hold(prefetch_deadline_[s_.prefetch_rank[t]], last_reader[t], size);
-        break;
+    diff[s_.OpStep(tensor.producer_op) + 1] += size;
+    if (plan_.decisions[t] == Decision::kKeep) continue;
+    diff[s_.OpStep(tensor.last_forward_use) + 1] -= size;
+    if (plan_.decisions[t] == Decision::kSwap) {
+      diff[prefetch_deadline_[s_.prefetch_rank[t]]] += size;
     }
+  }
+  // Forward copies whose offload has not ended: kept to the end (FinishD2H
+  // takes each off when its offload ends).
+  for (size_t i = offloads_done_; i < s_.offload_order.size(); ++i) {
+    const int32_t t = s_.offload_order[i];
+    diff[s_.OpStep(trace_.tensors[t].last_forward_use) + 1] += size_of(t);
   }
   int64_t resident = 0;
   for (int32_t j = 0; j < steps; ++j) {
     resident += diff[j];
     values[j] += resident;
   }
-  projected_ = MaxSegmentTree(values);
+  // Only steps from the next one on are ever asked about.
+  projection_base_ = NextUnstartedStep();
+  projected_ = MaxSegmentTree(absl::MakeConstSpan(values).subspan(
+      static_cast<size_t>(projection_base_)));
+  projection_built_ = true;
 }
 
 bool Replay::ProjectionAdmits(int64_t bytes) {
-  if (prefetch_deadline_.empty()) return true;
+  if (!projection_on_) return true;
+  if (prefetch_deadline_.empty()) ComputeDeadlines();
   const int32_t from = NextUnstartedStep();
   const int32_t to = prefetch_deadline_[next_prefetch_];
   if (from >= to) return true;
-  const auto [most, step] = projected_.Max(from, to);
+  if (!projection_built_) BuildProjection();
+  const auto [most, at] =
+      projected_.Max(from - projection_base_, to - projection_base_);
+  const int32_t step = at + projection_base_;
   const int64_t excess = most + bytes - options_.budget_bytes;
   if (excess <= 0) return true;
   held_ = {static_cast<int32_t>(next_prefetch_), step, excess};
@@ -379,10 +382,11 @@ void Replay::FinishD2H() {
   EndCopy(d2h_, hw_.d2h_bytes_per_second);
   ++offloads_done_;
   offloaded_[t] = 1;
-  if (!prefetch_deadline_.empty()) {
+  if (projection_built_) {
     // The projection may now count the forward copy's free.
-    projected_.Add(s_.OpStep(trace_.tensors[t].last_forward_use) + 1,
-                   s_.num_steps, -trace_.tensors[t].size_bytes);
+    projected_.Add(
+        s_.OpStep(trace_.tensors[t].last_forward_use) + 1 - projection_base_,
+        s_.num_steps - projection_base_, -trace_.tensors[t].size_bytes);
   }
   last_offload_end_ = now_;
   if (forward_done_[t]) Release(t);
@@ -410,11 +414,13 @@ void Replay::TryStartH2D() {
   }
   if (modelled_ && !AllocateModelled(t)) return;
   Allocate(size);
-  if (!prefetch_deadline_.empty()) {
+  if (projection_built_) {
     // Resident ahead of its deadline: the steps before it see it too.
     const int32_t from = NextUnstartedStep();
     const int32_t to = prefetch_deadline_[next_prefetch_];
-    if (from < to) projected_.Add(from, to, size);
+    if (from < to) {
+      projected_.Add(from - projection_base_, to - projection_base_, size);
+    }
   }
   StartCopy(h2d_, t, h2d_rate_, TimelineKind::kPrefetch);
   if (rates_ != Rates::kShared) result_.h2d_busy_ns += h2d_.end - now_;

@@ -121,9 +121,11 @@ class Replay {
   bool physics() const { return rates_ != Rates::kFixed; }
   bool StepIsRebuild() const { return k_ < s_.rebuilds.begin[op_ + 1]; }
   void ComputeBarriers();
-  // PrefetchAdmission::kAnySpeed: each prefetch's deadline step and the
-  // projection of memory over the steps (see projected_).
-  void ComputeProjection();
+  // PrefetchAdmission::kAnySpeed: each prefetch's deadline step, and the
+  // projection of memory over the steps (see projected_), each made when
+  // first needed.
+  void ComputeDeadlines();
+  void BuildProjection();
   // Whether the any-speed rule admits the head prefetch of `bytes` now;
   // when not, notes where it is held (held_).
   bool ProjectionAdmits(int64_t bytes);
@@ -209,7 +211,10 @@ class Replay {
   // order, every prefetch ahead of j's deadlines resident, forward copies
   // whose offload has not ended kept, and the prefetches started early
   // (before their deadline) resident up to it.
+  const bool projection_on_;
   std::vector<int32_t> prefetch_deadline_;
+  bool projection_built_ = false;
+  int32_t projection_base_ = 0;  // the step projected_ starts at
   MaxSegmentTree projected_{0};
   // The head prefetch the projection last held back: its queue position,
   // the step whose projection held it, and the bytes over the budget there.

@@ -94,9 +94,9 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
             ReplayScaled(trace, hardware, result.plan, schedule, options, s);
         if (!scaled.ok() || scaled->feasible) continue;
         if (failed.empty()) {
-          failed = absl::StrFormat(
-              "with kernels x%g and the link x%g: %s", s.kernel_time_factor,
-              s.link_speed_factor, scaled->infeasibility.reason);
+          failed = absl::StrFormat("with kernels x%g and the link x%g: %s",
+                                   s.kernel_time_factor, s.link_speed_factor,
+                                   scaled->infeasibility.reason);
         }
         const absl::StatusOr<SimulationResult> at_resident =
             ReplayScaled(trace, hardware, result.plan, schedule, observed, s);
@@ -108,10 +108,13 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
       if (failed.empty()) return result;
       if (!fallback.has_value()) fallback = result;
       result.feasible = false;
-      result.reason = absl::StrCat(
-          "the plan for ", resident_budget, " resident bytes completes under "
-          "the reserved budget of ", budget_bytes, " bytes but not at another "
-          "speed: ", failed);
+      result.reason = absl::StrCat("the plan for ", resident_budget,
+                                   " resident bytes completes under "
+                                   "the reserved budget of ",
+                                   budget_bytes,
+                                   " bytes but not at another "
+                                   "speed: ",
+                                   failed);
       resident_budget -=
           std::max(most_reserved - budget_bytes, resident_budget / 64 + 1);
       if (resident_budget <= 0) break;

@@ -134,8 +134,8 @@ TEST(AllocatorBudgetTest, ReservedPlansAreCheckedAtOtherSpeeds) {
             AllocatorReplayOptions(budget, memory, false);
         bool all = true;
         for (const SpeedScaling& s : ReservedCheckScalings()) {
-          const absl::StatusOr<SimulationResult> scaled = ReplayScaled(
-              w.trace, w.hardware, r.plan, schedule, options, s);
+          const absl::StatusOr<SimulationResult> scaled =
+              ReplayScaled(w.trace, w.hardware, r.plan, schedule, options, s);
           ASSERT_TRUE(scaled.ok()) << scaled.status();
           EXPECT_LE(scaled->peak_reserved_bytes, budget) << w.name;
           all = all && scaled->feasible;

@@ -1,6 +1,7 @@
 #include "simulator/replay.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,14 +10,15 @@ namespace slackswap {
 namespace internal {
 namespace {
 
-// ceil(a / b) for a >= 0, b > 0; in 64 bits when a allows (the common case:
-// 128-bit division is a library call).
+// ceil(a / b) for a >= 0, b > 0 (up to INT64_MAX: a + b - 1 could
+// overflow); in 64 bits when a allows (the common case: 128-bit division is a
+// library call).
 int64_t CeilDiv(absl::int128 a, int64_t b) {
   if (a < (absl::int128(1) << 62)) {
     const auto small = static_cast<int64_t>(a);
-    return (small + b - 1) / b;
+    return small / b + (small % b != 0 ? 1 : 0);
   }
-  return static_cast<int64_t>((a + b - 1) / b);
+  return static_cast<int64_t>(a / b + (a % b != 0 ? 1 : 0));
 }
 
 }  // namespace
@@ -486,7 +488,11 @@ void Replay::SetRates(int64_t d2h_bytes_per_second,
   int64_t copying = 0;
   auto rate_copy = [&](Copy& copy, int64_t rate) {
     if (!copy.busy || !copy.moving) return;
-    copying += rate;
+    // (Saturating: only HBM contention reads the sum, and it bounds the
+    // links far below INT64_MAX; without it the links may reach it.)
+    copying = rate > std::numeric_limits<int64_t>::max() - copying
+                  ? std::numeric_limits<int64_t>::max()
+                  : copying + rate;
     if (copy.rate == rate && copy.end != kNever) return;
     copy.rate = rate;
     copy.end = copy.since + CeilDiv(copy.work, rate);

@@ -114,13 +114,13 @@ TEST(PlansAtOtherSpeedsTest, EveryPolicysPlansOnRandomSmallTraces) {
 }
 
 // The budgets a frontier plans at (Frontier answers are SlackSwap's plans at
-// each budget): from the proven floor up, in steps of 1% of the peak.
+// each budget): from 10% of the peak up, in steps of 2%.
 TEST(PlansAtOtherSpeedsTest, SlackSwapAcrossTheFrontier) {
   std::mt19937_64 rng(28);
   int plans = 0;
   for (const Workload& w : SmallWorkloads(2, {"a100", "h100"})) {
     const int64_t peak = AllKeepPeakBytes(w.trace);
-    for (int percent = 10; percent <= 100; ++percent) {
+    for (int percent = 10; percent <= 100; percent += 2) {
       const int64_t budget = peak * percent / 100;
       absl::StatusOr<PlanningResult> result =
           PlanSlackSwap(w.trace, w.hardware, budget, PlannerOptions());
@@ -132,7 +132,7 @@ TEST(PlansAtOtherSpeedsTest, SlackSwapAcrossTheFrontier) {
           absl::StrCat("slackswap on ", w.name, " at ", percent, "%"));
     }
   }
-  EXPECT_GT(plans, 200);
+  EXPECT_GT(plans, 100);
 }
 
 // A node plan's jobs, replayed together on the node at random speeds: every

@@ -3,6 +3,7 @@
 // checked with pencil and paper; each test spells its arithmetic out.
 #include "simulator/event_model.h"
 
+#include <limits>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -569,6 +570,30 @@ TEST(EventModelTest, RanksSharingAnUplinkSplitItsRate) {
   r = ReplayOnNode(SharedLinkTrace(50), hw);
   EXPECT_EQ(r.iteration_ns, 620);
   EXPECT_EQ(r.uplink_wait_ns, 0);
+}
+
+// A link and uplink at INT64_MAX bytes/s (an infinitely fast link, as the
+// speed sweeps scale it): every copy of under 9.2 GB takes 1 ns. The end of
+// a copy moving at that rate is ceil(work / rate) without overflowing.
+TEST(EventModelTest, ALinkAtTheLargestRateTakesOneNanosecondPerCopy) {
+  Hardware hw = ByteNanosecondLink();
+  hw.d2h_bytes_per_second = hw.h2d_bytes_per_second =
+      std::numeric_limits<int64_t>::max();
+  hw.uplink_d2h_bytes_per_second = hw.uplink_h2d_bytes_per_second =
+      std::numeric_limits<int64_t>::max();
+  for (int32_t ranks : {1, 2}) {
+    for (int64_t skew : {int64_t{0}, int64_t{7}}) {
+      hw.gpus_per_uplink = ranks;
+      hw.rank_skew_ns = skew;
+      const SimulationResult r = ReplayOnNode(SharedLinkTrace(50), hw);
+      ASSERT_TRUE(r.feasible) << ranks << " " << skew;
+      const std::vector<TimelineEvent> offload =
+          Events(r, TimelineKind::kOffload);
+      ASSERT_EQ(offload.size(), 1u);
+      EXPECT_EQ(offload[0].end_ns - offload[0].start_ns, 1);
+      EXPECT_EQ(r.prefetch_wait_ns, 0);
+    }
+  }
 }
 
 TEST(EventModelTest, SkewedRanksShareOnlyWhileTheirCopiesOverlap) {

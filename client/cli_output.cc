@@ -37,6 +37,19 @@ int ExitFor(const absl::Status& status, int exit_code) {
   return exit_code;
 }
 
+std::string OutcomeWord(v1::PlanOutcome outcome, bool lower_case) {
+  switch (outcome) {
+    case v1::PLAN_OUTCOME_PLANNED:
+      return lower_case ? "planned" : "PLANNED";
+    case v1::PLAN_OUTCOME_INFEASIBLE:
+      return lower_case ? "infeasible" : "INFEASIBLE";
+    case v1::PLAN_OUTCOME_NO_PLAN_FOUND:
+      return lower_case ? "no plan found" : "NO PLAN FOUND";
+    default:
+      return lower_case ? "unknown" : "UNKNOWN";
+  }
+}
+
 std::string WorkloadLine(const Inputs& in, int64_t ideal_ns,
                          int64_t all_keep_peak_bytes) {
   return absl::StrFormat("trace %s; hardware %s; ideal %s; all-keep peak %s\n",

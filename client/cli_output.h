@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "client/cli_inputs.h"
 #include "client/text_format.h"
+#include "slackswap/v1/planning.pb.h"
 #include "slackswap/v1/simulation.pb.h"
 
 namespace slackswap {
@@ -30,6 +31,10 @@ int ExitFor(const absl::Status& status, int exit_code);
 // the hardware is printed once, by name, whatever the trace is called.)
 std::string WorkloadLine(const Inputs& in, int64_t ideal_ns,
                          int64_t all_keep_peak_bytes);
+
+// A plan's outcome as the commands print it: "INFEASIBLE" (proven) or "NO
+// PLAN FOUND" (not proven), or in lower case for tables.
+std::string OutcomeWord(v1::PlanOutcome outcome, bool lower_case = false);
 
 // The metrics block that simulate and plan print.
 void PrintMetrics(const Inputs& in, const std::string& policy,

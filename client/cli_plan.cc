@@ -56,7 +56,8 @@ int PlanCommand(Backend& backend) {
   const double planning_ms =
       static_cast<double>(response->planning_time_ns()) / 1e6;
   if (report.outcome() != v1::PLAN_OUTCOME_PLANNED) {
-    std::cout << "outcome      INFEASIBLE: " << report.reason() << "\n";
+    std::cout << "outcome      " << OutcomeWord(report.outcome()) << ": "
+              << report.reason() << "\n";
     std::cout << absl::StrFormat("planner      planned in %.2f ms\n",
                                  planning_ms);
     return 0;
@@ -133,8 +134,10 @@ int CompareCommand(Backend& backend) {
             ? "unlimited"
             : absl::StrFormat("%.0f%%", 100 * e.budget_fraction_of_peak());
     if (r.outcome() != v1::PLAN_OUTCOME_PLANNED) {
-      std::cout << absl::StrFormat("%-9s %-27s %9s  %s\n", budget, name, "-",
-                                   "infeasible: " + r.reason().substr(0, 60));
+      std::cout << absl::StrFormat(
+          "%-9s %-27s %9s  %s\n", budget, name, "-",
+          absl::StrCat(OutcomeWord(r.outcome(), true), ": ",
+                       r.reason().substr(0, 60)));
       continue;
     }
     std::cout << absl::StrFormat(
@@ -188,9 +191,9 @@ int FrontierCommand(Backend& backend) {
                                "recomp.");
   auto row = [](const v1::FrontierPoint& p) {
     if (p.outcome() != v1::PLAN_OUTCOME_PLANNED) {
-      return absl::StrFormat("%6.1f%%  %12s %9s\n",
-                             100 * p.budget_fraction_of_peak(),
-                             Gigabytes(p.budget_bytes()), "infeasible");
+      return absl::StrFormat(
+          "%6.1f%%  %12s %9s\n", 100 * p.budget_fraction_of_peak(),
+          Gigabytes(p.budget_bytes()), OutcomeWord(p.outcome(), true));
     }
     return absl::StrFormat(
         "%6.1f%%  %12s %8.1f%% %12s %10s %10s\n",
@@ -284,8 +287,9 @@ int NodeCommand(Backend& backend) {
     const v1::NodeJobReport& j = response->jobs(i);
     const v1::NodeJob& asked = request.jobs(i);
     if (j.outcome() != v1::PLAN_OUTCOME_PLANNED) {
-      std::cout << absl::StrFormat("%-16s %5d  infeasible: %s\n", j.name(),
-                                   std::max(asked.gpus(), 1), j.reason());
+      std::cout << absl::StrFormat("%-16s %5d  %s: %s\n", j.name(),
+                                   std::max(asked.gpus(), 1),
+                                   OutcomeWord(j.outcome(), true), j.reason());
       continue;
     }
     std::cout << absl::StrFormat(

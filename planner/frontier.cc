@@ -141,6 +141,15 @@ absl::Status ExplainInfeasible(const Trace& trace, const Hardware& hardware,
             return r.feasible;
           }));
   result.smallest_planned_budget_bytes = smallest;
+  if (result.Outcome() == PlanOutcome::kNoPlanFound) {
+    absl::StrAppend(&result.reason,
+                    "; not proven infeasible: the proven floor is ",
+                    floor.bytes, " bytes (op ", floor.op,
+                    " must hold that much), below this budget, so a plan may "
+                    "exist; SlackSwap plans from ",
+                    smallest, " bytes");
+    return absl::OkStatus();
+  }
   absl::StrAppend(&result.reason, "; no plan fits below ", floor.bytes,
                   " bytes (op ", floor.op, " must hold that much), and ",
                   "SlackSwap plans from ", smallest, " bytes");

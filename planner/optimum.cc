@@ -307,6 +307,7 @@ absl::StatusOr<PlanningResult> PlanOptimum(const Trace& trace,
     return result;
   }
   result.feasible = false;
+  result.proven_infeasible = true;
   result.reason = absl::StrCat(
       "no plan fits the budget of ", budget_bytes, " bytes: an exhaustive ",
       "search of every decision and issue point found none");

@@ -8,4 +8,12 @@ double PlanningResult::GapToLowerBound() const {
          static_cast<double>(lower_bound.iteration_ns);
 }
 
+PlanOutcome PlanningResult::Outcome() const {
+  if (feasible) return PlanOutcome::kPlanned;
+  if (!lower_bound.feasible || proven_infeasible) {
+    return PlanOutcome::kInfeasible;
+  }
+  return PlanOutcome::kNoPlanFound;
+}
+
 }  // namespace slackswap

@@ -15,6 +15,18 @@
 
 namespace slackswap {
 
+// What a result says: a plan, a proof that no plan fits the budget, or
+// neither (docs/planner.md, "Outcomes").
+enum class PlanOutcome {
+  kPlanned,
+  // No plan fits: the lower bound proves the budget below the floor
+  // (lower_bound.feasible false), or an exhaustive search found none
+  // (proven_infeasible).
+  kInfeasible,
+  // The policy found no plan and nothing proves that none exists.
+  kNoPlanFound,
+};
+
 struct PlanningResult {
   // False when no plan was found within the budget; `reason` says why. The
   // plan and replay are then those of the last attempt (replay infeasible).
@@ -38,8 +50,13 @@ struct PlanningResult {
   // 0 otherwise.
   int64_t planned_budget_bytes = 0;
 
+  // Set by a search that proves no plan fits when it finds none (the exact
+  // optimum's exhaustive search); the lower bound's proof is in lower_bound.
+  bool proven_infeasible = false;
+
   // (replay - bound) / bound, or 0 when infeasible.
   double GapToLowerBound() const;
+  PlanOutcome Outcome() const;
 };
 
 }  // namespace slackswap

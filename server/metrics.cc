@@ -149,8 +149,9 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
           .Name("slackswap_plans_total")
           .Help(
               "Plans made, by the call they were made for (Plan, or a "
-              "Compare entry or Frontier point), policy and outcome (planned "
-              "or infeasible).")
+              "Compare entry or Frontier point), policy and outcome (planned; "
+              "infeasible, proven below the memory floor; or no_plan_found, "
+              "not proven).")
           .Register(registry);
   auto& throughput =
       prometheus::BuildHistogram()
@@ -238,11 +239,12 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
     PerPolicy& m = policies_[p];
     for (int c = 0; c < kNumPlanCalls; ++c) {
       const std::string call = PlanCallName(static_cast<PlanCall>(c));
-      m.planned[c] = &plans.Add(
-          {{"grpc_method", call}, {"policy", policy}, {"outcome", "planned"}});
-      m.infeasible[c] = &plans.Add({{"grpc_method", call},
-                                    {"policy", policy},
-                                    {"outcome", "infeasible"}});
+      const char* outcomes[] = {"planned", "infeasible", "no_plan_found"};
+      for (int o = 0; o < 3; ++o) {
+        m.outcome[c][o] = &plans.Add({{"grpc_method", call},
+                                      {"policy", policy},
+                                      {"outcome", outcomes[o]}});
+      }
     }
     const prometheus::Histogram::BucketBoundaries ratios{
         0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 1.0};
@@ -305,7 +307,9 @@ void ServerMetrics::Planned(PlanCall call, Policy policy,
                             const PlanningResult& result, absl::Duration took) {
   PerPolicy& m = policies_[static_cast<int>(policy)];
   const int c = static_cast<int>(call);
-  (result.feasible ? m.planned[c] : m.infeasible[c])->Increment();
+  static_assert(static_cast<int>(PlanOutcome::kNoPlanFound) == 2,
+                "outcome labels are indexed by PlanOutcome");
+  m.outcome[c][static_cast<int>(result.Outcome())]->Increment();
   if (call != PlanCall::kPlan) return;
   m.planning->Observe(absl::ToDoubleSeconds(took));
   m.repairs->Observe(result.stats.repair_iterations);

@@ -19,7 +19,9 @@
 //   slackswap_build_info{version,revision}                gauge (1)
 // Plans: every plan made, by the call it was made for (grpc_method Plan,
 // Compare or Frontier):
-//   slackswap_plans_total{grpc_method,policy,outcome}     counter
+//   slackswap_plans_total{grpc_method,policy,outcome}     counter (planned,
+//                                                         infeasible,
+//                                                         no_plan_found)
 // Plan quality, of the plans that Plan calls return only (comparison entries
 // and frontier points are what-ifs):
 //   slackswap_plan_throughput_ratio{policy}               histogram
@@ -104,8 +106,8 @@ class ServerMetrics : public PlanObserver {
  private:
   struct PerPolicy {
     // By PlanCall.
-    std::array<prometheus::Counter*, kNumPlanCalls> planned{};
-    std::array<prometheus::Counter*, kNumPlanCalls> infeasible{};
+    // Per call, by PlanOutcome (planned, infeasible, no_plan_found).
+    std::array<std::array<prometheus::Counter*, 3>, kNumPlanCalls> outcome{};
     prometheus::Histogram* throughput = nullptr;
     prometheus::Histogram* stall = nullptr;
     prometheus::Histogram* recompute = nullptr;

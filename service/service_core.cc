@@ -449,12 +449,13 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   response.set_ideal_ns(in.trace().ideal_ns);
   response.set_proven_floor_bytes(frontier.proven_floor_bytes);
   for (const FrontierPoint& p : frontier.points) {
-    *response.add_points() = FrontierPointToProto(p, peak);
+    *response.add_points() =
+        FrontierPointToProto(p, peak, frontier.proven_floor_bytes);
   }
   if (frontier.target_reached) {
     response.set_target_reached(true);
-    *response.mutable_smallest_budget() =
-        FrontierPointToProto(frontier.smallest_budget, peak);
+    *response.mutable_smallest_budget() = FrontierPointToProto(
+        frontier.smallest_budget, peak, frontier.proven_floor_bytes);
   }
   return response;
 }
@@ -560,8 +561,12 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
     out->set_shared_step_ns(r.shared_step_ns);
     out->set_slowdown(r.slowdown);
     out->set_slowdown_caused(r.slowdown_caused);
-    out->set_outcome(r.feasible ? v1::PLAN_OUTCOME_PLANNED
-                                : v1::PLAN_OUTCOME_INFEASIBLE);
+    out->set_outcome(
+        r.feasible
+            ? v1::PLAN_OUTCOME_PLANNED
+            : PlanOutcomeToProto(r.planned.Outcome() == PlanOutcome::kPlanned
+                                     ? PlanOutcome::kNoPlanFound
+                                     : r.planned.Outcome()));
     out->set_reason(r.reason);
   }
   response.set_planning_time_ns(absl::ToInt64Nanoseconds(absl::Now() - start));

@@ -361,8 +361,7 @@ absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
 v1::PlanningReport PlanningReportToProto(const Trace& trace,
                                          const PlanningResult& result) {
   v1::PlanningReport report;
-  report.set_outcome(result.feasible ? v1::PLAN_OUTCOME_PLANNED
-                                     : v1::PLAN_OUTCOME_INFEASIBLE);
+  report.set_outcome(PlanOutcomeToProto(result.Outcome()));
   report.set_reason(result.reason);
   *report.mutable_plan() =
       PlanToProto(result.plan, DeriveSchedule(trace, result.plan));
@@ -425,14 +424,28 @@ absl::StatusOr<Policy> PolicyFromProto(v1::Policy policy,
                       "must be a known policy other than POLICY_UNSPECIFIED");
 }
 
-v1::FrontierPoint FrontierPointToProto(const FrontierPoint& point,
-                                       int64_t peak) {
+v1::PlanOutcome PlanOutcomeToProto(PlanOutcome outcome) {
+  switch (outcome) {
+    case PlanOutcome::kPlanned:
+      return v1::PLAN_OUTCOME_PLANNED;
+    case PlanOutcome::kInfeasible:
+      return v1::PLAN_OUTCOME_INFEASIBLE;
+    case PlanOutcome::kNoPlanFound:
+      return v1::PLAN_OUTCOME_NO_PLAN_FOUND;
+  }
+  return v1::PLAN_OUTCOME_UNSPECIFIED;
+}
+
+v1::FrontierPoint FrontierPointToProto(const FrontierPoint& point, int64_t peak,
+                                       int64_t proven_floor_bytes) {
   v1::FrontierPoint p;
   p.set_budget_bytes(point.budget_bytes);
   p.set_budget_fraction_of_peak(
       peak > 0 ? static_cast<double>(point.budget_bytes) / peak : 0);
   p.set_outcome(point.planned ? v1::PLAN_OUTCOME_PLANNED
-                              : v1::PLAN_OUTCOME_INFEASIBLE);
+                : point.budget_bytes < proven_floor_bytes
+                    ? v1::PLAN_OUTCOME_INFEASIBLE
+                    : v1::PLAN_OUTCOME_NO_PLAN_FOUND);
   if (point.planned) {
     p.set_throughput_ratio(point.throughput_ratio);
     p.set_iteration_ns(point.iteration_ns);

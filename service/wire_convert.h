@@ -75,9 +75,14 @@ v1::Policy PolicyToProto(Policy policy);
 absl::StatusOr<Policy> PolicyFromProto(v1::Policy policy,
                                        absl::string_view field);
 
-// A frontier point, its budget also as a fraction of `all_keep_peak_bytes`.
+// A frontier point, its budget also as a fraction of `all_keep_peak_bytes`;
+// one without a plan is INFEASIBLE below `proven_floor_bytes`, NO_PLAN_FOUND
+// at or above it.
 v1::FrontierPoint FrontierPointToProto(const FrontierPoint& point,
-                                       int64_t all_keep_peak_bytes);
+                                       int64_t all_keep_peak_bytes,
+                                       int64_t proven_floor_bytes);
+
+v1::PlanOutcome PlanOutcomeToProto(PlanOutcome outcome);
 
 v1::TraceSummary TraceSummaryToProto(const TraceSummary& summary);
 

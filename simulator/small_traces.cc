@@ -5,38 +5,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "simulator/splitmix.h"
 
 namespace slackswap {
 namespace {
 
-// splitmix64: small, fast and the same everywhere.
-class Random {
- public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [lo, hi].
-  int64_t Int(int64_t lo, int64_t hi) {
-    return lo +
-           static_cast<int64_t>(Next() % static_cast<uint64_t>(hi - lo + 1));
-  }
-  bool Chance(int percent) { return Int(0, 99) < percent; }
-  // Log-uniform in [lo, hi].
-  int64_t LogInt(int64_t lo, int64_t hi) {
-    const double u = static_cast<double>(Next() >> 11) / 9007199254740992.0;
-    const double v = std::exp(std::log(static_cast<double>(lo)) +
-                              u * (std::log(static_cast<double>(hi)) -
-                                   std::log(static_cast<double>(lo))));
-    return std::clamp(static_cast<int64_t>(v), lo, hi);
-  }
-
- private:
-  uint64_t state_;
-};
+using Random = SplitMix64;
 
 constexpr OpKind kKinds[] = {OpKind::kMatmul,        OpKind::kAttention,
                              OpKind::kConv,          OpKind::kElementwise,

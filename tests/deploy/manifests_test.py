@@ -84,7 +84,7 @@ class ManifestsTest(unittest.TestCase):
             out = subprocess.run(["promtool", "check", "rules", f.name], capture_output=True,
                                  text=True)
             self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-            self.assertIn("8 rules found", out.stdout)
+            self.assertIn("9 rules found", out.stdout)
 
     def test_every_alert_is_scoped_labelled_and_has_a_runbook(self):
         rules = [r for g in self.objects[("PrometheusRule", "slackswap")]["spec"]["groups"]

@@ -143,6 +143,23 @@ TEST(SlackSwapTest, BudgetBelowOneOpsWorkingSetIsInfeasibleWithItsReason) {
   EXPECT_LE(r.replay.peak_resident_bytes, 400);
   const v1::PlanningReport report = PlanningReportToProto(t.Build(), r);
   EXPECT_EQ(report.outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
+  EXPECT_EQ(r.Outcome(), PlanOutcome::kInfeasible);
+}
+
+// INFEASIBLE needs a proof (the lower bound's floor, or an exhaustive
+// search); a policy that finds no plan above the floor says NO PLAN FOUND.
+TEST(PlanOutcomeTest, InfeasibleOnlyWithAProof) {
+  PlanningResult r;
+  EXPECT_EQ(r.Outcome(), PlanOutcome::kPlanned);
+  r.feasible = false;
+  EXPECT_EQ(r.Outcome(), PlanOutcome::kNoPlanFound);
+  r.proven_infeasible = true;  // the exact optimum searched every plan
+  EXPECT_EQ(r.Outcome(), PlanOutcome::kInfeasible);
+  r.proven_infeasible = false;
+  r.lower_bound.feasible = false;  // below the proven floor
+  EXPECT_EQ(r.Outcome(), PlanOutcome::kInfeasible);
+  EXPECT_EQ(PlanOutcomeToProto(PlanOutcome::kNoPlanFound),
+            v1::PLAN_OUTCOME_NO_PLAN_FOUND);
 }
 
 TEST(SlackSwapTest, RepairIterationsCountRepairsNotReplays) {

@@ -165,7 +165,9 @@ TEST_F(ServiceTest, InfeasibleBudgetIsAnOkResponseThatSaysWhy) {
   v1::PlanResponse response;
   grpc::ClientContext context;
   ASSERT_TRUE(stub_->Plan(&context, request, &response).ok());
+  // Proven: the budget is below the floor.
   EXPECT_EQ(response.report().outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
+  EXPECT_LT(1000, response.report().proven_floor_bytes());
   EXPECT_TRUE(absl::StrContains(response.report().reason(), "bytes"))
       << response.report().reason();
 }
@@ -506,14 +508,18 @@ TEST_F(ServiceTest, EveryPolicyPlansATraceWithoutTensors) {
 }
 
 // Ideal is the unlimited-memory reference. Asked for a plan within a budget,
-// it answers PLANNED only when its all-keep plan fits.
+// it answers PLANNED only when its all-keep plan fits; otherwise NO PLAN
+// FOUND (other plans fit there: nothing is proven), and INFEASIBLE only
+// below the proven floor.
 TEST_F(ServiceTest, IdealPlansOnlyWithinTheBudget) {
   v1::PlanRequest request = PlanRequest(0.5);
   request.set_policy(v1::POLICY_IDEAL);
   v1::PlanResponse half;
   grpc::ClientContext c1;
   ASSERT_TRUE(stub_->Plan(&c1, request, &half).ok());
-  EXPECT_EQ(half.report().outcome(), v1::PLAN_OUTCOME_INFEASIBLE);
+  EXPECT_EQ(half.report().outcome(), v1::PLAN_OUTCOME_NO_PLAN_FOUND);
+  EXPECT_GE(half.report().metrics().budget_bytes(),
+            half.report().proven_floor_bytes());
   EXPECT_TRUE(absl::StrContains(half.report().reason(), "all-keep peak"))
       << half.report().reason();
 

@@ -61,6 +61,13 @@ ABSL_FLAG(std::string, jobs, "gpt2-xl:2:0.5,llama-7b:2:0.3",
 ABSL_FLAG(bool, budget_reserved, false,
           "plan, simulate, compare, frontier: the budget bounds the "
           "allocator's reserved bytes (needs --allocator)");
+ABSL_FLAG(double, gap_target, 0.005,
+          "plan, compare, frontier, node: the anytime search goes on while "
+          "the plan is more than this fraction above the lower bound "
+          "(docs/planner.md)");
+ABSL_FLAG(double, search_ms, 100,
+          "plan, compare, frontier, node: the anytime search's limit, in ms "
+          "counted as replays (the same plan on every machine); 0: no search");
 ABSL_FLAG(bool, lp_bound, false,
           "plan, compare, frontier: also bound the iteration with the linear "
           "program (COIN-OR Clp) and report the larger bound");

@@ -35,6 +35,8 @@ ABSL_DECLARE_FLAG(double, uplink_gbps);
 ABSL_DECLARE_FLAG(bool, hbm_contention);
 ABSL_DECLARE_FLAG(int64_t, rank_skew_ns);
 ABSL_DECLARE_FLAG(bool, lp_bound);
+ABSL_DECLARE_FLAG(double, gap_target);
+ABSL_DECLARE_FLAG(double, search_ms);
 ABSL_DECLARE_FLAG(std::string, timeline);
 ABSL_DECLARE_FLAG(std::string, timeline_name);
 ABSL_DECLARE_FLAG(double, guard);

@@ -175,6 +175,8 @@ absl::StatusOr<v1::PlannerOptions> PlannerOptionsFromFlags() {
   v1::PlannerOptions options;
   options.set_guard_fraction(absl::GetFlag(FLAGS_guard));
   if (absl::GetFlag(FLAGS_lp_bound)) options.set_linear_program_bound(true);
+  options.set_gap_target(absl::GetFlag(FLAGS_gap_target));
+  options.set_search_time_ms(absl::GetFlag(FLAGS_search_ms));
   const std::string ranking = absl::GetFlag(FLAGS_ranking);
   if (ranking == "cost") {
     options.set_ranking(v1::SWAP_RANKING_RECOMPUTE_COST_PER_BYTE);

@@ -70,15 +70,21 @@ int PlanCommand(Backend& backend) {
         Gigabytes(report.planned_budget_bytes()));
   }
   const v1::PlannerStatistics& st = report.statistics();
+  const std::string search =
+      st.search_replays() == 0
+          ? ""
+          : absl::StrFormat("; searched %d replays%s", st.search_replays(),
+                            st.search_improved() ? " (found a faster plan)"
+                                                 : " (nothing faster)");
   std::cout << absl::StrFormat(
       "lower bound  %s: the plan is within %.2f%% of any plan's iteration "
       "time\n"
       "planner      %d swaps admitted, %d recomputes, %d blocks, %d repair "
-      "rounds, %d repairs; "
+      "rounds, %d repairs%s; "
       "planned in %.2f ms\n",
       Millis(report.lower_bound_ns()), 100 * report.gap_to_lower_bound(),
       st.swaps_admitted(), st.recomputes_marked(), st.blocks_recomputed(),
-      st.repair_iterations(), st.repairs(), planning_ms);
+      st.repair_iterations(), st.repairs(), search, planning_ms);
   return 0;
 }
 

@@ -200,9 +200,27 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
   }
   Evaluate(pool);
   GeneticResult result;
-  while (evaluations_ < options_.max_evaluations) {
+  const auto on_target = [&] {
+    for (const Individual& ind : pool) {
+      if (ind.fitness.feasible && ind.fitness.time_ns <= options_.target_ns)
+        return true;
+    }
+    return false;
+  };
+  Fitness best_so_far =
+      std::min_element(pool.begin(), pool.end(),
+                       [](const Individual& x, const Individual& y) {
+                         return x.fitness.BetterThan(y.fitness);
+                       })
+          ->fitness;
+  int32_t stalled = 0;
+  while (evaluations_ < options_.max_evaluations && !on_target()) {
     if (options_.should_stop && options_.should_stop()) {
       result.stopped = true;
+      break;
+    }
+    if (options_.stall_generations > 0 &&
+        stalled >= options_.stall_generations) {
       break;
     }
     const int64_t room = options_.max_evaluations - evaluations_;
@@ -222,6 +240,13 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
       next.push_back(std::move(pool[order[i]]));
     }
     pool = std::move(next);
+    const Fitness& now = pool.front().fitness;  // sorted: the best first
+    if (now.BetterThan(best_so_far)) {
+      best_so_far = now;
+      stalled = 0;
+    } else {
+      ++stalled;
+    }
   }
   const auto best = std::min_element(
       pool.begin(), pool.end(), [](const Individual& x, const Individual& y) {

@@ -36,6 +36,11 @@ struct GeneticOptions {
   bool per_layer_barriers = false;
   // Checked between generations; true stops the search (deadlines, cancel).
   std::function<bool()> should_stop;
+  // Stop once the best plan completes within this many ns (0: never early).
+  int64_t target_ns = 0;
+  // Stop after this many generations in a row without a better best plan
+  // (0: never).
+  int32_t stall_generations = 0;
 };
 
 struct GeneticResult {

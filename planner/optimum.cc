@@ -293,6 +293,8 @@ absl::StatusOr<PlanningResult> PlanOptimum(const Trace& trace,
   }
   PlannerOptions slackswap;
   slackswap.should_stop = options.should_stop;
+  // The incumbent only has to be good: the search below proves the rest.
+  slackswap.search_time_ms = kOptimumSeedSearchMs;
   SLACKSWAP_ASSIGN_OR_RETURN(
       PlanningResult seed,
       PlanSlackSwap(trace, hardware, budget_bytes, slackswap));

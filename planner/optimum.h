@@ -36,6 +36,10 @@
 
 namespace slackswap {
 
+// The anytime search (anytime.h) of the SlackSwap plan that seeds the exact
+// search, in ms.
+inline constexpr double kOptimumSeedSearchMs = 10;
+
 // Traces with more tensors than this are refused (INVALID_ARGUMENT naming
 // "trace.tensors").
 inline constexpr int32_t kMaxOptimumTensors = 16;

@@ -60,6 +60,8 @@ enum class SwapRanking {
   kProductionOrder,
 };
 
+inline constexpr double kMaxSearchTimeMs = 60'000;
+
 struct PlannerOptions {
   // Offloads admitted by the link-budget pass must finish by
   // (1 - guard_fraction) * the forward time of the ideal timeline. The guard
@@ -81,6 +83,13 @@ struct PlannerOptions {
   // Report the larger of the fast bound and the linear program's
   // (lp_bound.h; about 20 ms more for GPT-2 XL).
   bool linear_program_bound = false;
+  // The anytime search (anytime.h): when the passes find no plan, or their
+  // plan is more than gap_target above the lower bound, planning goes on
+  // for about search_time_ms, counted in replays (kSearchWorkPerMs
+  // element-replays a millisecond) so that every replica gives the same
+  // plan, and stops early once the gap is within the target. 0 ms: off.
+  double gap_target = 0.005;
+  double search_time_ms = 100;  // at most kMaxSearchTimeMs
   // The event model's prefetch admission the replays use. Only to measure
   // what the any-speed rule costs (docs/results.md): plans made under
   // kFitsNow can deadlock at other speeds.
@@ -101,6 +110,10 @@ struct PlannerStats {
   int64_t plans_evaluated = 0;  // candidate plans replayed (genetic searches)
   int32_t polish_replays = 0;   // replays of the improvement step
   int32_t polish_changes = 0;   // changes it kept
+  // The anytime search: its replays (0 when it did not run), and whether it
+  // improved the plan (or found one).
+  int64_t search_replays = 0;
+  bool search_improved = false;
   // Lifetimes the plan draft moved (PlanDraft::lifetime_updates): the work of
   // the passes, which grows near linearly with the trace.
   int64_t draft_lifetime_updates = 0;

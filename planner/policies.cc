@@ -170,14 +170,19 @@ std::optional<PlannerOptions> SlackSwapOptionsFor(
   switch (policy) {
     case Policy::kSlackSwap:
       return o;
+    // The ablations measure the passes: no anytime search (it would find
+    // the same plans whatever the ablation changed).
     case Policy::kSlackSwapProductionOrder:
       o.ranking = SwapRanking::kProductionOrder;
+      o.search_time_ms = 0;
       return o;
     case Policy::kSlackSwapNoLinkBudget:
       o.link_budget_pass = false;
+      o.search_time_ms = 0;
       return o;
     case Policy::kSlackSwapBarriers:
       o.per_layer_barriers = true;
+      o.search_time_ms = 0;
       return o;
     default:
       return std::nullopt;

@@ -211,7 +211,10 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
   }
   bool improved = true;
   bool pairs = false;  // single changes first; pairs once they stall
-  while (result.replays < options_.max_replays) {
+  const auto on_target = [&] {
+    return replay.feasible && replay.iteration_ns <= options_.target_ns;
+  };
+  while (result.replays < options_.max_replays && !on_target()) {
     if (!improved) {
       // No single change helps: try two at once (one tensor takes another's
       // role), if the budget can scan them.
@@ -258,6 +261,7 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
       ++result.changes;
       improved = true;
       pairs = false;
+      if (on_target()) return result;
     }
     if (have_best) {
       plan = std::move(best_plan);

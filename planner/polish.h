@@ -43,6 +43,8 @@ struct PolishOptions {
   bool per_layer_barriers = false;
   StopPoll* stop = nullptr;  // may be null
   PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
+  // Stop once the plan completes within this many ns (0: never early).
+  int64_t target_ns = 0;
 };
 
 struct PolishResult {

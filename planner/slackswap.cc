@@ -1,9 +1,11 @@
 #include "planner/slackswap.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include "base/status_macros.h"
+#include "planner/anytime.h"
 #include "planner/issue_points.h"
 #include "planner/link_budget_pass.h"
 #include "planner/plan_draft.h"
@@ -24,8 +26,27 @@ int64_t PolishReplays(const Trace& trace, const PlannerOptions& options) {
       options.polish_work / std::max<int64_t>(1, elements), 16, 4096);
 }
 
-int64_t MaxSlackSwapReplays(const Trace& trace, const PlannerOptions& options) {
+namespace {
+
+// SlackSwap without the anytime search: the plan of the passes, repair and
+// the improvement step.
+int64_t BaseReplays(const Trace& trace, const PlannerOptions& options) {
   return options.max_repair_iterations + 2 + 3 * PolishReplays(trace, options);
+}
+
+// The budgets below `budget_bytes` whose plans seed the anytime search: 3%,
+// 6% and 10% of the all-keep peak less.
+constexpr double kSmallerBudgets[] = {0.03, 0.06, 0.10};
+
+}  // namespace
+
+int64_t MaxSlackSwapReplays(const Trace& trace, const PlannerOptions& options) {
+  const int64_t search = AnytimeReplays(trace, options);
+  const int64_t base = BaseReplays(trace, options);
+  return base +
+         (search > 0
+              ? search + static_cast<int64_t>(std::size(kSmallerBudgets)) * base
+              : 0);
 }
 
 absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
@@ -216,6 +237,49 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
         result.plan = std::move(plan);
         result.replay = std::move(polished);
       }
+    }
+  }
+  // The anytime search (anytime.h), where the plan is missing or its gap to
+  // the bound is above the target. Not for the ablations (their options
+  // turn it off): they measure the passes.
+  const int64_t search_replays = AnytimeReplays(trace, options);
+  const int64_t target_ns = static_cast<int64_t>(
+      static_cast<double>(result.lower_bound.iteration_ns) *
+      (1 + std::max(options.gap_target, 0.0)));
+  if (search_replays > 0 && options.link_budget_pass &&
+      (!have_best || result.replay.iteration_ns > target_ns)) {
+    Plan plan = have_best ? result.plan : draft.plan();
+    SimulationResult searched = have_best ? result.replay : replay(plan, false);
+    AnytimeOptions search;
+    search.max_replays = search_replays;
+    search.target_ns = target_ns;
+    search.per_layer_barriers = options.per_layer_barriers;
+    search.stop = &stop;
+    // SlackSwap's own plans for slightly smaller budgets, which fit this one
+    // too: the answer here should be no slower than theirs.
+    PlannerOptions base = options;
+    base.search_time_ms = 0;
+    const int64_t peak = AllKeepPeakBytes(trace);
+    const int64_t floor = ComputeProvenFloor(trace).bytes;
+    for (double less : kSmallerBudgets) {
+      const int64_t smaller =
+          budget_bytes - static_cast<int64_t>(less * static_cast<double>(peak));
+      if (smaller < floor) break;
+      SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult r,
+                                 PlanSlackSwap(trace, hardware, smaller, base));
+      if (r.feasible) search.extra_starts.push_back(r.plan);
+    }
+    if (stop.StopNow()) return PlanningStopped();
+    const AnytimeResult found =
+        SearchAnytime(trace, hardware, budget_bytes, search, plan, searched);
+    if (stop.stopped()) return PlanningStopped();
+    result.stats.search_replays = found.replays;
+    if (searched.feasible &&
+        (!have_best || searched.iteration_ns < result.replay.iteration_ns)) {
+      have_best = true;
+      result.plan = std::move(plan);
+      result.replay = std::move(searched);
+      result.stats.search_improved = true;
     }
   }
   if (!have_best) {

@@ -354,6 +354,22 @@ absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
     }
   }
   options.linear_program_bound = proto.linear_program_bound();
+  if (proto.has_gap_target()) {
+    const double g = proto.gap_target();
+    if (!std::isfinite(g) || g < 0 || g > 1) {
+      v.Add("options.gap_target", "must be in [0, 1]");
+    } else {
+      options.gap_target = g;
+    }
+  }
+  if (proto.has_search_time_ms()) {
+    const double ms = proto.search_time_ms();
+    if (!std::isfinite(ms) || ms < 0 || ms > kMaxSearchTimeMs) {
+      v.Add("options.search_time_ms", "must be in [0, 60000]");
+    } else {
+      options.search_time_ms = ms;
+    }
+  }
   if (!v.empty()) return v.ToStatus();
   return options;
 }
@@ -382,6 +398,8 @@ v1::PlanningReport PlanningReportToProto(const Trace& trace,
   stats->set_blocks_recomputed(result.stats.blocks_recomputed);
   stats->set_repair_iterations(result.stats.repair_iterations);
   stats->set_repairs(result.stats.repairs);
+  stats->set_search_replays(result.stats.search_replays);
+  stats->set_search_improved(result.stats.search_improved);
   return report;
 }
 

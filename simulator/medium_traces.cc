@@ -46,8 +46,8 @@ MediumTrace RandomMediumTrace(uint64_t seed,
   MediumTrace out;
   TraceSpec& t = out.trace;
   t.name = absl::StrCat(MediumShapeName(options.shape), seed);
-  const int n = static_cast<int>(r.Int(options.min_tensors,
-                                       options.max_tensors));
+  const int n =
+      static_cast<int>(r.Int(options.min_tensors, options.max_tensors));
   // One saved tensor per forward operator: n forward operators in blocks.
   const int per_block = static_cast<int>(r.Int(3, 12));
   const int64_t size_scale = r.LogInt(4 << 20, 256 << 20);
@@ -80,8 +80,8 @@ MediumTrace RandomMediumTrace(uint64_t seed,
         1, size[i] * r.LogInt(k.lo_ps_per_byte, k.hi_ps_per_byte) / 1000);
     op.duration_ns = duration[i];
     if (k.kind == OpKind::kMatmul && r.Chance(40)) {
-      op.workspace_bytes = r.LogInt(1 << 20, std::max<int64_t>(
-                                                 2 << 20, size[i] / 2));
+      op.workspace_bytes =
+          r.LogInt(1 << 20, std::max<int64_t>(2 << 20, size[i] / 2));
     }
     if (i == 0) {
       branch_tail = {0};  // the first block: one branch from op 0
@@ -137,8 +137,7 @@ MediumTrace RandomMediumTrace(uint64_t seed,
     op.phase = Phase::kBackward;
     op.block_index = block[i];
     op.kind = t.operators[i].kind;
-    op.duration_ns = std::max<int64_t>(
-        1, duration[i] * r.Int(150, 250) / 100);
+    op.duration_ns = std::max<int64_t>(1, duration[i] * r.Int(150, 250) / 100);
     op.workspace_bytes = t.operators[i].workspace_bytes;
   }
   for (int i = 0; i < n; ++i) {
@@ -151,8 +150,7 @@ MediumTrace RandomMediumTrace(uint64_t seed,
     // own producer's backward when that is not elementwise-cheap.
     std::vector<int32_t> uses;
     for (int c = i + 1; c < n; ++c) {
-      if (std::find(inputs[c].begin(), inputs[c].end(), i) !=
-          inputs[c].end()) {
+      if (std::find(inputs[c].begin(), inputs[c].end(), i) != inputs[c].end()) {
         uses.push_back(c);
         uses.push_back(mirror(c));
       }
@@ -171,10 +169,10 @@ MediumTrace RandomMediumTrace(uint64_t seed,
   Hardware& h = out.hardware;
   h = *HardwarePreset(gpus[r.Int(0, static_cast<int64_t>(gpus.size()) - 1)]);
   const int64_t percent = r.Chance(50) ? 100 : r.LogInt(25, 400);
-  h.d2h_bytes_per_second = std::max<int64_t>(
-      1, h.d2h_bytes_per_second / 100 * percent);
-  h.h2d_bytes_per_second = std::max<int64_t>(
-      1, h.h2d_bytes_per_second / 100 * percent);
+  h.d2h_bytes_per_second =
+      std::max<int64_t>(1, h.d2h_bytes_per_second / 100 * percent);
+  h.h2d_bytes_per_second =
+      std::max<int64_t>(1, h.h2d_bytes_per_second / 100 * percent);
   h.name = absl::StrCat(h.name, "-link", percent);
   return out;
 }

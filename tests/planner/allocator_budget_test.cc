@@ -29,6 +29,7 @@ PlanningResult PlanWith(const Workload& w, Policy policy, int64_t budget,
                         MemoryModel memory) {
   PolicyOptions options;
   options.memory = memory;
+  options.slackswap.search_time_ms = 10;
   absl::StatusOr<PlanningResult> result =
       RunPolicyWithinBudget(policy, w.trace, w.hardware, budget, options);
   EXPECT_TRUE(result.ok()) << result.status();

@@ -210,6 +210,7 @@ TEST(OptimalityTest, BoundOptimumAndPlansAreOrdered) {
   PolicyOptions options;
   options.genetic_search.max_evaluations = 400;
   options.swapadvisor.max_evaluations = 200;
+  options.slackswap.search_time_ms = 20;
   const std::vector<Policy> policies = {
       Policy::kSlackSwap, Policy::kVdnn, Policy::kSuperNeurons,
       Policy::kCheckpointing, Policy::kGeneticSearch};

@@ -44,6 +44,7 @@ TEST(SlackSwapPropertyTest, PlansFitReplayExactlyAndRespectTheLowerBound) {
         const int64_t budget = peak * tenth / 10;
         PlannerOptions options;
         options.per_layer_barriers = barriers;
+        options.search_time_ms = 10;  // its plans too, in less time
         absl::StatusOr<PlanningResult> r =
             PlanSlackSwap(w.trace, w.hardware, budget, options);
         ASSERT_TRUE(r.ok()) << r.status();

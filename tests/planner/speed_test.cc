@@ -32,6 +32,7 @@ PolicyOptions QuickOptions() {
   PolicyOptions options;
   options.genetic_search.max_evaluations = 400;
   options.swapadvisor.max_evaluations = 400;
+  options.slackswap.search_time_ms = 10;
   return options;
 }
 
@@ -123,7 +124,7 @@ TEST(PlansAtOtherSpeedsTest, SlackSwapAcrossTheFrontier) {
     for (int percent = 10; percent <= 100; percent += 2) {
       const int64_t budget = peak * percent / 100;
       absl::StatusOr<PlanningResult> result =
-          PlanSlackSwap(w.trace, w.hardware, budget, PlannerOptions());
+          PlanSlackSwap(w.trace, w.hardware, budget, QuickOptions().slackswap);
       ASSERT_TRUE(result.ok()) << result.status();
       if (!result->feasible) continue;
       ++plans;

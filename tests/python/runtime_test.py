@@ -372,7 +372,10 @@ class RuntimeBehaviourTest(unittest.TestCase):
         cls.step = Step("gpt")
         cls.trace = profile(cls.step.model, (cls.step.x,), cls.step.loss_fn)
         with Client(SERVER, deadline=60) as client:
-            cls.report = client.plan(cls.trace, "a100", budget_fraction=0.4).report
+            # The passes' plan (no anytime search): it keeps, swaps and
+            # recomputes, which these tests need.
+            cls.report = client.plan(cls.trace, "a100", budget_fraction=0.4,
+                                     search_time_ms=0).report
         decisions = {t.decision for t in cls.report.plan.tensors}
         assert len(decisions) == 3, decisions  # keep, swap and recompute
 

@@ -7,6 +7,22 @@ from . import stubs
 from .hardware import HARDWARE_PRESETS, hardware_proto
 
 
+def _search(options, search_time_ms, gap_target):
+    """`options` (a PlannerOptions, or None) with the anytime search's limits
+    set where given."""
+    if search_time_ms is None and gap_target is None:
+        return options
+    from slackswap.v1 import planning_pb2
+    out = planning_pb2.PlannerOptions()
+    if options is not None:
+        out.CopyFrom(options)
+    if search_time_ms is not None:
+        out.search_time_ms = search_time_ms
+    if gap_target is not None:
+        out.gap_target = gap_target
+    return out
+
+
 class PlanningError(RuntimeError):
     """A call the server refused: `code` (a grpc.StatusCode), `message`, and
     `violations`, the (field path, description) pairs of the server's
@@ -149,18 +165,22 @@ class Client:
             raise _decode_error(error) from None
 
     def plan(self, trace, hardware="a100", budget_bytes=None, budget_fraction=None,
-             policy="slackswap", options=None, physics=None):
+             policy="slackswap", options=None, physics=None, search_time_ms=None,
+             gap_target=None):
         """Plans `trace` (a slackswap.v1.Trace) and returns the PlanResponse:
         `.report` (a PlanningReport: outcome, plan with its schedule, predicted
         metrics, lower bound) and `.planning_time_ns`. policy: a name such as
         "slackswap", "checkpointing", "optimum" (see Policy in planning.proto);
         options: a slackswap.v1.PlannerOptions; physics: a slackswap.v1.Physics
         (the caching allocator, HBM contention; the hardware carries the
-        shared uplink)."""
+        shared uplink). search_time_ms and gap_target set the anytime search
+        (PlannerOptions: by default about 100 ms, until the plan is within
+        0.5% of the lower bound; 0 ms: no search)."""
         from slackswap.v1 import service_pb2
         request = service_pb2.PlanRequest(trace=trace, hardware=self._hardware(hardware),
                                           budget=self._budget(budget_bytes, budget_fraction),
-                                          policy=_policy(policy), options=options,
+                                          policy=_policy(policy),
+                                          options=_search(options, search_time_ms, gap_target),
                                           physics=physics)
         return self._call(self._planner.Plan, request)
 

@@ -1,0 +1,125 @@
+#include "planner/anytime.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "planner/basic_plans.h"
+#include "planner/genetic.h"
+#include "planner/polish.h"
+
+namespace slackswap {
+namespace {
+
+// The genetic search stops after this many generations without a better
+// plan: on small traces the bound is often loose, and the search would
+// otherwise spend its whole budget where it can find nothing better.
+constexpr int32_t kStallGenerations = 60;
+
+// a is a better replay than b: feasible first, then faster.
+bool Faster(const SimulationResult& a, const SimulationResult& b) {
+  if (a.feasible != b.feasible) return a.feasible;
+  return a.feasible && a.iteration_ns < b.iteration_ns;
+}
+
+bool OnTarget(const SimulationResult& r, int64_t target_ns) {
+  return r.feasible && r.iteration_ns <= target_ns;
+}
+
+}  // namespace
+
+int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
+  if (options.search_time_ms <= 0) return 0;
+  const int64_t elements =
+      int64_t{trace.num_ops()} + trace.num_tensors() +
+      static_cast<int64_t>(trace.uses.items.size()) +
+      static_cast<int64_t>(trace.recompute_inputs.items.size());
+  const double work =
+      options.search_time_ms * static_cast<double>(kSearchWorkPerMs);
+  const double replays =
+      work / static_cast<double>(std::max<int64_t>(elements, 1));
+  return std::clamp<int64_t>(static_cast<int64_t>(replays), 64, 1 << 22);
+}
+
+AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
+                            int64_t budget_bytes, const AnytimeOptions& options,
+                            Plan& plan, SimulationResult& replay) {
+  AnytimeResult result;
+  if (OnTarget(replay, options.target_ns) || options.max_replays <= 0) {
+    return result;
+  }
+  const auto stopped = [&] {
+    return options.stop != nullptr && options.stop->stopped();
+  };
+  const auto polish = [&](int64_t replays) {
+    PolishOptions p;
+    p.max_replays = replays;
+    p.per_layer_barriers = options.per_layer_barriers;
+    p.stop = options.stop;
+    p.target_ns = options.target_ns;
+    const SimulationResult before = replay;
+    const PolishResult r =
+        Polish(trace, hardware, budget_bytes, p, plan, replay);
+    result.replays += r.replays;
+    if (Faster(replay, before)) result.improved = true;
+  };
+
+  // 1. Local search from the plan.
+  polish(options.max_replays / 4);
+  if (OnTarget(replay, options.target_ns) || stopped()) return result;
+
+  // 2. Rounds of a genetic search from a portfolio of starts, each followed
+  // by the local search from the best plan, while a round improves it.
+  std::vector<Plan> starts = options.extra_starts;
+  starts.push_back(Plan::AllKeep(trace));
+  Plan all_swap = AllSwapPlan(trace);
+  int64_t swapped = 0;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (all_swap.decisions[t] == Decision::kSwap)
+      swapped += trace.tensors[t].size_bytes;
+  }
+  if (!options.per_layer_barriers &&
+      (hardware.host_pinned_memory_bytes <= 0 ||
+       swapped <= hardware.host_pinned_memory_bytes)) {
+    starts.push_back(std::move(all_swap));
+  }
+  for (uint64_t round = 1;; ++round) {
+    const int64_t left = options.max_replays - result.replays;
+    if (left <= 0) break;
+    std::vector<Plan> seeds = {plan};
+    seeds.insert(seeds.end(), starts.begin(), starts.end());
+    GeneticOptions genetic;
+    genetic.max_evaluations =
+        std::max<int64_t>(left * 2 / 3, static_cast<int64_t>(seeds.size()) * 2);
+    genetic.population = 48;
+    genetic.seed = round;
+    genetic.threads = 1;
+    genetic.per_layer_barriers = options.per_layer_barriers;
+    genetic.target_ns = options.target_ns;
+    genetic.stall_generations = kStallGenerations;
+    genetic.should_stop = [&] {
+      return options.stop != nullptr && options.stop->StopNow();
+    };
+    const GeneticResult found =
+        RunGenetic(trace, hardware, budget_bytes, seeds, genetic);
+    result.replays += found.evaluations;
+    const SimulationResult before = replay;
+    if (Faster(found.replay, replay)) {
+      plan = found.best;
+      replay = found.replay;
+      replay.timeline.clear();
+      result.improved = true;
+    }
+    if (OnTarget(replay, options.target_ns) || stopped() || found.stopped) {
+      break;
+    }
+    // 3. Local search from the best plan found, with what is left.
+    polish(std::max<int64_t>(options.max_replays - result.replays, 0));
+    if (OnTarget(replay, options.target_ns) || stopped() ||
+        !Faster(replay, before)) {
+      break;
+    }
+  }
+  return result;
+}
+
+}  // namespace slackswap

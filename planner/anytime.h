@@ -1,0 +1,67 @@
+// File: anytime.h
+//
+// SlackSwap's search beyond its passes (docs/planner.md, "The anytime
+// search"). The passes, repair and the improvement step give a plan in
+// milliseconds. When they find none, or the plan's gap to the lower bound is
+// above the caller's target, planning goes on within a budget of replays:
+//   1. the improvement step (polish.h) from the plan, with a quarter of the
+//      budget;
+//   2. a genetic search (genetic.h) seeded with the plan, the extra starts
+//      the caller gives (SlackSwap's plans for slightly smaller budgets),
+//      the all-keep plan and the plan that swaps everything it may at its
+//      need, with half of it;
+//   3. the improvement step again from the best plan found, with the rest.
+// Each stage stops as soon as a plan completes within `target_ns`. The best
+// plan found is kept; a feasible plan is never traded for a slower one.
+//
+// Deterministic: the budget counts replays, never time, and the genetic
+// search draws from a fixed seed on one thread.
+#ifndef SLACKSWAP_PLANNER_ANYTIME_H_
+#define SLACKSWAP_PLANNER_ANYTIME_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/planner_options.h"
+#include "simulator/event_model.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
+#include "simulator/trace.h"
+
+namespace slackswap {
+
+// The element-replays (a replay of a trace costs its operators + tensors +
+// uses + recompute inputs) that stand for one millisecond of the search:
+// about what one core of a 2 GHz machine searches (docs/benchmarks.md).
+inline constexpr int64_t kSearchWorkPerMs = 25'000;
+
+// The replays PlannerOptions::search_time_ms allows on `trace` (0 when the
+// search is off; at least 64 otherwise).
+int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options);
+
+struct AnytimeOptions {
+  int64_t max_replays = 0;
+  // Stop once a plan completes within this many ns.
+  int64_t target_ns = 0;
+  bool per_layer_barriers = false;
+  // Plans to seed the genetic search with besides the current one (valid
+  // for the trace and barrier setting).
+  std::vector<Plan> extra_starts;
+  StopPoll* stop = nullptr;  // may be null
+};
+
+struct AnytimeResult {
+  int64_t replays = 0;
+  bool improved = false;
+};
+
+// Improves `plan` and `replay` (its replay under `budget_bytes`, without
+// timeline) in place. Cost: at most options.max_replays replays of the
+// trace (plus the seeds' first replays).
+AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
+                            int64_t budget_bytes, const AnytimeOptions& options,
+                            Plan& plan, SimulationResult& replay);
+
+}  // namespace slackswap
+
+#endif  // SLACKSWAP_PLANNER_ANYTIME_H_

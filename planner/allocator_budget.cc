@@ -56,6 +56,14 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
     return replayed.ok();
   };
   int64_t resident_budget = budget_bytes;
+  // The rounds never plan below the proven floor (no plan fits there): the
+  // last round plans at the floor itself.
+  const int64_t floor = ComputeProvenFloor(trace).bytes;
+  const auto shrink = [&](int64_t by) {
+    const int64_t next = resident_budget - by;
+    if (next >= floor) return next;
+    return resident_budget > floor ? floor : int64_t{-1};
+  };
   PlanningResult result;
   // The first plan that completed under the reserved budget at the profiled
   // speeds but not at another: the answer if no later round does better
@@ -115,8 +123,8 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
                                    " bytes but not at another "
                                    "speed: ",
                                    failed);
-      resident_budget -=
-          std::max(most_reserved - budget_bytes, resident_budget / 64 + 1);
+      resident_budget = shrink(
+          std::max(most_reserved - budget_bytes, resident_budget / 64 + 1));
       if (resident_budget <= 0) break;
       continue;
     }
@@ -132,8 +140,8 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
         " bytes: ", result.replay.infeasibility.reason);
     // Plan again for less, by what the plan reserved over the budget (at
     // least 1/64 of the resident budget, so that the rounds get somewhere).
-    resident_budget -=
-        std::max(reserved - budget_bytes, resident_budget / 64 + 1);
+    resident_budget =
+        shrink(std::max(reserved - budget_bytes, resident_budget / 64 + 1));
     if (resident_budget <= 0) break;
   }
   if (fallback.has_value()) return *std::move(fallback);

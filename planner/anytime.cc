@@ -71,6 +71,14 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   // by the local search from the best plan, while a round improves it.
   std::vector<Plan> starts = options.extra_starts;
   starts.push_back(Plan::AllKeep(trace));
+  // Every tensor that may be rebuilt, rebuilt: where the link is slow (a
+  // shared uplink) the best plans recompute nearly everything.
+  Plan all_recompute = Plan::AllKeep(trace);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (!trace.tensors[t].recompute_forbidden)
+      all_recompute.decisions[t] = Decision::kRecompute;
+  }
+  starts.push_back(std::move(all_recompute));
   Plan all_swap = AllSwapPlan(trace);
   int64_t swapped = 0;
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {

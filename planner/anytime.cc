@@ -11,9 +11,11 @@ namespace slackswap {
 namespace {
 
 // The genetic search stops after this many generations without a better
-// plan: on small traces the bound is often loose, and the search would
-// otherwise spend its whole budget where it can find nothing better.
+// plan, or a third of the generations its budget allows if more: on small
+// traces the bound is often loose, and the search would otherwise spend its
+// whole budget where it can find nothing better.
 constexpr int32_t kStallGenerations = 60;
+constexpr int32_t kPopulation = 48;
 
 // a is a better replay than b: feasible first, then faster.
 bool Faster(const SimulationResult& a, const SimulationResult& b) {
@@ -32,7 +34,8 @@ int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
   const int64_t elements =
       int64_t{trace.num_ops()} + trace.num_tensors() +
       static_cast<int64_t>(trace.uses.items.size()) +
-      static_cast<int64_t>(trace.recompute_inputs.items.size());
+      static_cast<int64_t>(trace.recompute_inputs.items.size()) +
+      kSearchReplayOverhead;
   const double work =
       options.search_time_ms * static_cast<double>(kSearchWorkPerMs);
   const double replays =
@@ -98,12 +101,13 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     GeneticOptions genetic;
     genetic.max_evaluations =
         std::max<int64_t>(left * 2 / 3, static_cast<int64_t>(seeds.size()) * 2);
-    genetic.population = 48;
+    genetic.population = kPopulation;
     genetic.seed = round;
     genetic.threads = 1;
     genetic.per_layer_barriers = options.per_layer_barriers;
     genetic.target_ns = options.target_ns;
-    genetic.stall_generations = kStallGenerations;
+    genetic.stall_generations = static_cast<int32_t>(std::max<int64_t>(
+        kStallGenerations, genetic.max_evaluations / kPopulation / 3));
     genetic.should_stop = [&] {
       return options.stop != nullptr && options.stop->StopNow();
     };

@@ -31,9 +31,11 @@
 namespace slackswap {
 
 // The element-replays (a replay of a trace costs its operators + tensors +
-// uses + recompute inputs) that stand for one millisecond of the search:
+// uses + recompute inputs, plus kSearchReplayOverhead for the candidate's
+// schedule and bookkeeping) that stand for one millisecond of the search:
 // about what one core of a 2 GHz machine searches (docs/benchmarks.md).
 inline constexpr int64_t kSearchWorkPerMs = 25'000;
+inline constexpr int64_t kSearchReplayOverhead = 300;
 
 // The replays PlannerOptions::search_time_ms allows on `trace` (0 when the
 // search is off; at least 64 otherwise).

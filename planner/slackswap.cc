@@ -37,6 +37,8 @@ int64_t BaseReplays(const Trace& trace, const PlannerOptions& options) {
 // The budgets below `budget_bytes` whose plans seed the anytime search: 3%,
 // 6% and 10% of the all-keep peak less.
 constexpr double kSmallerBudgets[] = {0.03, 0.06, 0.10};
+// Without a plan at the budget, the larger budgets whose plans seed it too.
+constexpr double kLargerBudgets[] = {0.05, 0.15};
 
 }  // namespace
 
@@ -45,7 +47,9 @@ int64_t MaxSlackSwapReplays(const Trace& trace, const PlannerOptions& options) {
   const int64_t base = BaseReplays(trace, options);
   return base +
          (search > 0
-              ? search + static_cast<int64_t>(std::size(kSmallerBudgets)) * base
+              ? search + static_cast<int64_t>(std::size(kSmallerBudgets) +
+                                              std::size(kLargerBudgets)) *
+                             base
               : 0);
 }
 
@@ -267,6 +271,17 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
       if (smaller < floor) break;
       SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult r,
                                  PlanSlackSwap(trace, hardware, smaller, base));
+      if (r.feasible) search.extra_starts.push_back(r.plan);
+    }
+    // Without a plan here, also plans for larger budgets: too big for this
+    // one, but the searches start near a feasible plan from them.
+    for (double more : kLargerBudgets) {
+      if (have_best) break;
+      const int64_t larger =
+          budget_bytes + static_cast<int64_t>(more * static_cast<double>(peak));
+      if (larger >= peak) break;
+      SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult r,
+                                 PlanSlackSwap(trace, hardware, larger, base));
       if (r.feasible) search.extra_starts.push_back(r.plan);
     }
     if (stop.StopNow()) return PlanningStopped();

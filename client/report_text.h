@@ -164,6 +164,15 @@ inline constexpr char kSpeedsRobustness[] =
 |---|---|---|---|---|---|---|---|---|---|
 )md";
 
+inline constexpr char kBeyondSmallIntro[] =
+    R"md(## 15. Beyond the traces SlackSwap was tuned on
+
+Issue 27: traces of kinds the passes were not tuned on, from seeds not used while building the search (planner/beyond_small.h): deep chains, branched blocks and random DAGs of 20 to 300 tensors on GPU links from 0.25x to 4x a preset's (simulator/medium_traces.h), the workload presets with their layers, batch, sequence and attention varied on every GPU, random small traces of at most 16 tensors, and DAGs on two GPUs behind a shared uplink. Budgets: the proven floor, and 2%, 10% and 30% of the way from it to the all-keep peak. SlackSwap with its defaults (the anytime search, 100 ms, 0.5% gap target) and with its passes alone, against the best plan of a genetic search at 20,000 evaluations seeded with SlackSwap's plan, all-keep and all-swap, SwapAdvisor, block checkpointing, and the exact optimum on the small traces. "No plan" counts cells where SlackSwap found none but another search did (SlackSwap never answers INFEASIBLE above the floor). Losses are SlackSwap's iteration over the best any search found. Planning times are wall-clock on this machine.
+
+| Kind | Cells | No plan: passes | No plan: with search | Loss median | p90 | Worst | Over 1% | Over 5% | Slowest plan |
+|---|---|---|---|---|---|---|---|---|---|
+)md";
+
 // The closing section.
 inline constexpr char kWhyTheBaselines[] =
     R"md(## Why the baselines land where they do

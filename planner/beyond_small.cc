@@ -125,6 +125,7 @@ absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(
             static_cast<int64_t>(static_cast<double>(peak - floor) * fraction);
         const int64_t budget = cell.budget_bytes;
         PolicyOptions policy_options;
+        policy_options.slackswap.search_time_ms = options.search_time_ms;
         const absl::Time start = absl::Now();
         SLACKSWAP_ASSIGN_OR_RETURN(
             const PlanningResult ss,
@@ -134,6 +135,13 @@ absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(
         cell.slackswap = ss.Outcome();
         cell.slackswap_ns = ss.replay.iteration_ns;
         cell.searched = ss.stats.search_replays > 0;
+        PolicyOptions passes_only = policy_options;
+        passes_only.slackswap.search_time_ms = 0;
+        SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult passes,
+                                   RunPolicy(Policy::kSlackSwap, c.trace,
+                                             c.hardware, budget, passes_only));
+        cell.passes = passes.Outcome();
+        cell.passes_ns = passes.replay.iteration_ns;
         const auto consider = [&](const char* name, bool feasible, int64_t ns) {
           if (!feasible) return;
           if (!cell.other_planned || ns < cell.best_other_ns) {

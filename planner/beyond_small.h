@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "planner/planner_options.h"
 #include "planner/planning_result.h"
 #include "simulator/hardware.h"
 
@@ -43,6 +44,9 @@ struct BeyondSmallCell {
   int64_t slackswap_ns = 0;  // its iteration, when planned
   double slackswap_ms = 0;   // wall-clock planning time
   bool searched = false;     // the anytime search ran
+  // SlackSwap's passes alone (no anytime search), for comparison.
+  PlanOutcome passes = PlanOutcome::kNoPlanFound;
+  int64_t passes_ns = 0;
   // The fastest plan of any other search, when one planned; which.
   bool other_planned = false;
   int64_t best_other_ns = 0;
@@ -64,6 +68,9 @@ struct BeyondSmallOptions {
                                     "preset", "small",    "uplink"};
   int64_t genetic_evaluations = 20'000;
   int32_t max_tensors = 300;
+  // SlackSwap's anytime search (PlannerOptions::search_time_ms; 0: the
+  // passes alone, for comparison).
+  double search_time_ms = PlannerOptions().search_time_ms;
 };
 
 absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(

@@ -129,6 +129,8 @@ absl::Status ExplainInfeasible(const Trace& trace, const Hardware& hardware,
   const int64_t peak = AllKeepPeakBytes(trace);
   PlannerOptions quiet = options;
   quiet.linear_program_bound = false;
+  // About 15 plans: each with a short anytime search.
+  quiet.search_time_ms = std::min(quiet.search_time_ms, kExplainSearchMs);
   SLACKSWAP_ASSIGN_OR_RETURN(
       const int64_t smallest,
       SmallestPlannedBudget(

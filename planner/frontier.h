@@ -61,6 +61,9 @@ absl::StatusOr<FrontierCurve> ComputeFrontier(
     double target_throughput_ratio,
     const std::function<absl::StatusOr<PlanningResult>(int64_t)>& plan);
 
+// The anytime search of each plan ExplainInfeasible's bisection makes, in ms.
+inline constexpr double kExplainSearchMs = 10;
+
 // For an infeasible SlackSwap answer: sets result.proven_floor_bytes and
 // result.smallest_planned_budget_bytes (bisection between the floor and the
 // all-keep peak, to 1/10,000 of the peak) and appends both to the reason.

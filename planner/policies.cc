@@ -99,16 +99,12 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
                    bound);
     }
     case Policy::kSlackSwap:
-      return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
     case Policy::kSlackSwapProductionOrder:
-      slackswap.ranking = SwapRanking::kProductionOrder;
-      return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
     case Policy::kSlackSwapNoLinkBudget:
-      slackswap.link_budget_pass = false;
-      return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
     case Policy::kSlackSwapBarriers:
-      slackswap.per_layer_barriers = true;
-      return PlanSlackSwap(trace, hardware, budget_bytes, slackswap);
+      // The ablations' options come from one place (SlackSwapOptionsFor).
+      return PlanSlackSwap(trace, hardware, budget_bytes,
+                           *SlackSwapOptionsFor(policy, options));
     case Policy::kVdnn:
       return PlanVdnn(trace, hardware, budget_bytes, slackswap.should_stop);
     case Policy::kSuperNeurons:

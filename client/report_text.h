@@ -153,7 +153,7 @@ inline constexpr char kSpeedsIntro[] =
 
 Beyond the paper (issue 26): a real step never runs at exactly the profiled speeds. The event model admits a prefetch only if every compute step before its deadline still fits with it (docs/event-model.md, "Prefetch admission"), so a plan that completes at the profiled speeds completes within its budget at every speed. The rule before it (a prefetch starts when its tensor fits now) could deadlock at other speeds.
 
-**What the rule costs.** SlackSwap's iteration under the any-speed rule against the plan made under the fits-now rule, change in percent, on every preset and GPU from 20% to 90% of the all-keep peak ("-": no plan under either rule, below the floor).
+**What the rule costs.** SlackSwap's passes (the anytime search of section 15 off: it replays by the any-speed rule only) under the any-speed rule against the same under the fits-now rule, change in the iteration in percent, on every preset and GPU from 20% to 90% of the all-keep peak ("-": no plan under either rule, below the floor).
 
 )md";
 

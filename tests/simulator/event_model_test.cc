@@ -20,11 +20,13 @@ using ::slackswap::testing::TinyTrace;
 
 SimulationResult Replay(const Trace& trace, const Plan& plan,
                         int64_t budget = kUnlimitedBytes, bool barriers = false,
-                        const Hardware& hw = ByteNanosecondLink()) {
+                        const Hardware& hw = ByteNanosecondLink(),
+                        PrefetchAdmission rule = PrefetchAdmission::kAnySpeed) {
   SimulationOptions options;
   options.budget_bytes = budget;
   options.per_layer_barriers = barriers;
   options.record_timeline = true;
+  options.prefetch_admission = rule;
   absl::StatusOr<SimulationResult> result = Simulate(trace, hw, plan, options);
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *result : SimulationResult();
@@ -215,13 +217,7 @@ SimulationResult ReplayAt(const Trace& trace, const Plan& plan, int64_t budget,
                           PrefetchAdmission rule) {
   Hardware hw = ByteNanosecondLink();
   hw.d2h_bytes_per_second = hw.h2d_bytes_per_second = link_bytes_per_second;
-  SimulationOptions options;
-  options.budget_bytes = budget;
-  options.record_timeline = true;
-  options.prefetch_admission = rule;
-  absl::StatusOr<SimulationResult> result = Simulate(trace, hw, plan, options);
-  EXPECT_TRUE(result.ok()) << result.status();
-  return result.ok() ? *result : SimulationResult();
+  return Replay(trace, plan, budget, false, hw, rule);
 }
 
 TEST(EventModelTest, AFasterLinkDeadlocksAPrefetchThatFitsNowButNotAnyStep) {

@@ -127,42 +127,28 @@ def resnet50(num_classes=10):
     return torchvision.models.resnet50(num_classes=num_classes)
 
 
-class LSTMModel(nn.Module):
-    """Embedding, a two-layer nn.LSTM with dropout between the layers, and a
-    linear head: the LSTM's gates are written in place on CPU."""
+class Recurrent(nn.Module):
+    """Embedding, a two-layer recurrent network (nn.LSTM or nn.GRU) with
+    dropout between the layers, and a linear head: the LSTM's gates are
+    written in place on CPU."""
 
-    def __init__(self, vocab=64, hidden=32, layers=2, dropout=0.1):
+    def __init__(self, cell, vocab=64, hidden=32, layers=2, dropout=0.1):
         super().__init__()
         self.embedding = nn.Embedding(vocab, hidden)
-        self.lstm = nn.LSTM(hidden, hidden, layers, batch_first=True, dropout=dropout)
+        self.rnn = cell(hidden, hidden, layers, batch_first=True, dropout=dropout)
         self.head = nn.Linear(hidden, vocab)
 
     def forward(self, tokens):
-        out, _ = self.lstm(self.embedding(tokens))
+        out, _ = self.rnn(self.embedding(tokens))
         return self.head(out)
 
 
 def lstm(vocab=64, hidden=32, layers=2):
-    return LSTMModel(vocab, hidden, layers)
-
-
-class GRUModel(nn.Module):
-    """Embedding, a two-layer nn.GRU with dropout between the layers, and a
-    linear head."""
-
-    def __init__(self, vocab=64, hidden=32, layers=2, dropout=0.1):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab, hidden)
-        self.gru = nn.GRU(hidden, hidden, layers, batch_first=True, dropout=dropout)
-        self.head = nn.Linear(hidden, vocab)
-
-    def forward(self, tokens):
-        out, _ = self.gru(self.embedding(tokens))
-        return self.head(out)
+    return Recurrent(nn.LSTM, vocab, hidden, layers)
 
 
 def gru(vocab=64, hidden=32, layers=2):
-    return GRUModel(vocab, hidden, layers)
+    return Recurrent(nn.GRU, vocab, hidden, layers)
 
 
 class ViT(nn.Module):

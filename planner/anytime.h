@@ -6,11 +6,14 @@
 // above the caller's target, planning goes on within a budget of replays:
 //   1. the improvement step (polish.h) from the plan, with a quarter of the
 //      budget;
-//   2. a genetic search (genetic.h) seeded with the plan, the extra starts
-//      the caller gives (SlackSwap's plans for slightly smaller budgets),
-//      the all-keep plan and the plan that swaps everything it may at its
-//      need, with half of it;
-//   3. the improvement step again from the best plan found, with the rest.
+//   2. rounds of a genetic search (genetic.h) seeded with the plan, the
+//      extra starts the caller gives (SlackSwap's plans for other budgets),
+//      the all-keep plan, the plan that rebuilds everything it may and the
+//      plan that swaps everything it may, each with two thirds of what is
+//      left and stopping after max(60, a third of its generations) without a
+//      better plan;
+//   3. after each round, the improvement step from the best plan found;
+//      another round only if this one improved the plan.
 // Each stage stops as soon as a plan completes within `target_ns`. The best
 // plan found is kept; a feasible plan is never traded for a slower one.
 //

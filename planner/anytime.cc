@@ -40,7 +40,10 @@ int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
       options.search_time_ms * static_cast<double>(kSearchWorkPerMs);
   const double replays =
       work / static_cast<double>(std::max<int64_t>(elements, 1));
-  return std::clamp<int64_t>(static_cast<int64_t>(replays), 64, 1 << 22);
+  // Fewer replays than a generation or two of the genetic search find
+  // nothing: a trace that large is not searched.
+  if (replays < kMinSearchReplays) return 0;
+  return std::min<int64_t>(static_cast<int64_t>(replays), 1 << 22);
 }
 
 AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,

@@ -40,8 +40,10 @@ namespace slackswap {
 inline constexpr int64_t kSearchWorkPerMs = 25'000;
 inline constexpr int64_t kSearchReplayOverhead = 300;
 
-// The replays PlannerOptions::search_time_ms allows on `trace` (0 when the
-// search is off; at least 64 otherwise).
+// The replays PlannerOptions::search_time_ms allows on `trace`: 0 when the
+// search is off or the limit allows fewer than kMinSearchReplays (a trace of
+// about 25,000 elements at 100 ms).
+inline constexpr int64_t kMinSearchReplays = 96;
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options);
 
 struct AnytimeOptions {

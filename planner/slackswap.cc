@@ -255,20 +255,30 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
     Plan plan = have_best ? result.plan : draft.plan();
     SimulationResult searched = have_best ? result.replay : replay(plan, false);
     AnytimeOptions search;
-    search.max_replays = search_replays;
     search.target_ns = target_ns;
     search.per_layer_barriers = options.per_layer_barriers;
     search.stop = &stop;
     // SlackSwap's own plans for slightly smaller budgets, which fit this one
     // too: the answer here should be no slower than theirs.
+    // Each start is a plan of the passes, which the search's limit pays for
+    // (in replays, as the passes made them here): while it leaves at least
+    // half of the limit to the search itself.
     PlannerOptions base = options;
     base.search_time_ms = 0;
+    const int64_t base_replays =
+        result.stats.repair_iterations + 2 + result.stats.polish_replays;
+    int64_t left = search_replays;
+    const auto afford = [&] {
+      if (left - base_replays < search_replays / 2) return false;
+      left -= base_replays;
+      return true;
+    };
     const int64_t peak = AllKeepPeakBytes(trace);
     const int64_t floor = ComputeProvenFloor(trace).bytes;
     for (double less : kSmallerBudgets) {
       const int64_t smaller =
           budget_bytes - static_cast<int64_t>(less * static_cast<double>(peak));
-      if (smaller < floor) break;
+      if (smaller < floor || !afford()) break;
       SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult r,
                                  PlanSlackSwap(trace, hardware, smaller, base));
       if (r.feasible) search.extra_starts.push_back(r.plan);
@@ -279,12 +289,13 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
       if (have_best) break;
       const int64_t larger =
           budget_bytes + static_cast<int64_t>(more * static_cast<double>(peak));
-      if (larger >= peak) break;
+      if (larger >= peak || !afford()) break;
       SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult r,
                                  PlanSlackSwap(trace, hardware, larger, base));
       if (r.feasible) search.extra_starts.push_back(r.plan);
     }
     if (stop.StopNow()) return PlanningStopped();
+    search.max_replays = left;
     const AnytimeResult found =
         SearchAnytime(trace, hardware, budget_bytes, search, plan, searched);
     if (stop.stopped()) return PlanningStopped();

@@ -131,6 +131,7 @@ void FuzzOne(const uint8_t* data, size_t size) {
   PolicyOptions options;
   options.slackswap.per_layer_barriers = (control & 0x80) != 0;
   options.slackswap.max_repair_iterations = 16;
+  options.slackswap.search_time_ms = 2;  // the search, briefly
   options.genetic_search.max_evaluations = 96;
   options.genetic_search.threads = 1;
   options.swapadvisor.max_evaluations = 96;

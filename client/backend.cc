@@ -19,7 +19,7 @@ class Local : public Backend {
   }
   absl::StatusOr<v1::SimulateResponse> Simulate(
       const v1::SimulateRequest& r) override {
-    return core_.Simulate(r);
+    return core_.Simulate(r, Stop());
   }
   absl::StatusOr<v1::CompareResponse> Compare(
       const v1::CompareRequest& r) override {

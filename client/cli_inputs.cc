@@ -1,10 +1,12 @@
 #include "client/cli_inputs.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "client/cli_flags.h"
 #include "client/cli_output.h"
@@ -124,6 +126,16 @@ absl::StatusOr<v1::Hardware> HardwareFromFlags(int& exit_code) {
   if (absl::GetFlag(FLAGS_gpus_per_link) != 0)
     proto.set_gpus_per_uplink(absl::GetFlag(FLAGS_gpus_per_link));
   const double uplink_gbps = absl::GetFlag(FLAGS_uplink_gbps);
+  // GB/s as bytes per second must fit in int64: at most about 9.2e9 GB/s.
+  constexpr double kMaxUplinkGbps = 9.2e9;
+  if (!std::isfinite(uplink_gbps) || uplink_gbps < 0 ||
+      uplink_gbps > kMaxUplinkGbps) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+                    "--uplink_gbps: ", uplink_gbps,
+                    " is not a rate: give GB/s per direction in [0, 9.2e9] "
+                    "(0: the hardware's uplink)")),
+                kUsageExit);
+  }
   if (uplink_gbps != 0) {
     const auto bytes = static_cast<int64_t>(uplink_gbps * 1e9);
     proto.set_uplink_d2h_bytes_per_second(bytes);

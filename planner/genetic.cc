@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "base/stop.h"
 #include "simulator/schedule.h"
 
 namespace slackswap {
@@ -96,7 +97,10 @@ void Search::Normalize(Plan& plan) const {
 }
 
 void Search::Evaluate(std::vector<Individual>& batch) {
+  // The evaluators' replays stop with the caller's.
+  const StopFunction* stop = CurrentStop();
   auto work = [&](size_t begin, size_t step) {
+    ScopedStop scope(stop);
     for (size_t i = begin; i < batch.size(); i += step) {
       Individual& ind = batch[i];
       ind.replay = SimulateSchedule(trace_, hw_, ind.plan,

@@ -5,11 +5,30 @@
 #include <limits>
 #include <vector>
 
+#include "ClpEventHandler.hpp"
 #include "ClpSimplex.hpp"
 #include "CoinPackedMatrix.hpp"
+#include "base/stop.h"
 
 namespace slackswap {
 namespace {
+
+// Ends the simplex when the thread's StopFunction (base/stop.h) says so,
+// polled every 64 iterations (Clp then reports status 5: stopped).
+class StopHandler : public ClpEventHandler {
+ public:
+  explicit StopHandler(const StopFunction* stop) : stop_(stop) {}
+  ClpEventHandler* clone() const override { return new StopHandler(*this); }
+  int event(Event which) override {
+    if (which != endOfIteration || stop_ == nullptr || !*stop_) return -1;
+    if (++iterations_ % 64 != 0) return -1;
+    return (*stop_)() ? 0 : -1;
+  }
+
+ private:
+  const StopFunction* stop_;
+  int64_t iterations_ = 0;
+};
 
 // Units inside the program: mebibytes and microseconds keep the
 // coefficients within a few orders of magnitude of each other.
@@ -52,6 +71,8 @@ class Builder {
     model.loadProblem(matrix, col_lower_.data(), col_upper_.data(),
                       cost_.data(), row_lower_.data(), row_upper_.data());
     model.setMaximumIterations(max_iterations);
+    StopHandler stop(CurrentStop());
+    model.passInEventHandler(&stop);
     model.dual();
     if (!model.isProvenOptimal()) return std::nan("");
     return model.getObjValue();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/saturating.h"
 #include "base/status_macros.h"
 #include "simulator/node_model.h"
 #include "simulator/schedule.h"
@@ -18,8 +19,9 @@ Hardware ShareOf(const Hardware& node, int32_t gpus, double share) {
   for (int64_t* uplink :
        {&h.uplink_d2h_bytes_per_second, &h.uplink_h2d_bytes_per_second}) {
     if (*uplink > 0) {
+      // (In long double, exact for every int64; a share is at most 1.)
       *uplink = std::max<int64_t>(
-          static_cast<int64_t>(static_cast<double>(*uplink) * share), 1);
+          SaturatingInt64(static_cast<long double>(*uplink) * share), 1);
     }
   }
   return h;
@@ -44,7 +46,10 @@ absl::StatusOr<NodePlan> PlanNode(const std::vector<NodePlanJob>& jobs,
   // step's budget: a node asks for up to three plans per job.
   PolicyOptions node_options = options;
   node_options.slackswap.polish_work /= kNodePolishDivisor;
-  auto plan_for = [&](size_t j, double share) {
+  auto stopped = [&] { return options.should_stop && options.should_stop(); };
+  auto plan_for = [&](size_t j,
+                      double share) -> absl::StatusOr<PlanningResult> {
+    if (stopped()) return PlanningStopped();
     return RunPolicyWithinBudget(jobs[j].policy, *jobs[j].trace,
                                  ShareOf(node, jobs[j].gpus, share),
                                  jobs[j].budget_bytes, node_options);
@@ -107,6 +112,7 @@ absl::StatusOr<NodePlan> PlanNode(const std::vector<NodePlanJob>& jobs,
       c.plans.push_back(std::move(p));
     }
     c.steps = replay_together(c.plans, everyone);
+    if (stopped()) return PlanningStopped();
     for (size_t j = 0; j < n; ++j) {
       const double ideal = static_cast<double>(jobs[j].trace->ideal_ns);
       // An infeasible job costs as if it never finished.
@@ -130,6 +136,7 @@ absl::StatusOr<NodePlan> PlanNode(const std::vector<NodePlanJob>& jobs,
         if (k != j) others.push_back(k);
       const std::vector<NodeJobSteps> without =
           replay_together(best.plans, others);
+      if (stopped()) return PlanningStopped();
       double sum = 0;
       for (size_t i = 0; i < others.size(); ++i) {
         const int64_t base = without[i].mean_step_ns;

@@ -8,14 +8,10 @@
 #include <functional>
 
 #include "absl/status/status.h"
+#include "base/stop.h"
 #include "simulator/event_model.h"
 
 namespace slackswap {
-
-// Asked from inside long planning work; true stops it (the call's deadline
-// passed, the client cancelled, or the server is out of drain time). An empty
-// function never stops.
-using StopFunction = std::function<bool()>;
 
 // Polls a StopFunction at most once every `every` calls of Stop(), so that
 // inner loops can ask on every step. Once it said stop, it keeps saying so.

@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/field_violations.h"
+#include "base/status_macros.h"
 #include "base/usable_cpus.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/support/proto_buffer_reader.h"
@@ -19,6 +21,7 @@
 #include "service/trace_convert.h"
 #include "service/trace_wire.h"
 #include "service/wire_convert.h"
+#include "service/wire_counts.h"
 
 namespace slackswap {
 namespace {
@@ -52,41 +55,127 @@ void Release(std::string& buffer) {
   if (buffer.capacity() > kKeptBytes) std::string().swap(buffer);
 }
 
-// Parses `bytes` into a message on `arena`. For a request with a trace in the
-// form protobuf serializers write, `trace` receives the decoded trace (or
-// its validation error) and the message is parsed without it; otherwise the
-// whole message is parsed and `trace` stays empty. Null: not a valid message.
+// A request parsed for its call: the message, and the traces decoded from
+// its bytes rather than parsed into it.
 template <typename Request>
-Request* ParseRequest(const grpc::ByteBuffer& bytes,
-                      google::protobuf::Arena& arena,
-                      std::optional<absl::StatusOr<Trace>>& trace) {
-  auto* message = google::protobuf::Arena::CreateMessage<Request>(&arena);
-  if constexpr (CarriesTrace<Request>::value) {
-    thread_local std::string flat;
-    thread_local std::string rest;
-    std::vector<grpc::Slice> slices;
+struct ParsedRequest {
+  Request* message = nullptr;  // null: not a valid message
+  // Requests with a `trace`: the decoded trace (or its validation error),
+  // when the bytes were in the form the wire decoder takes; the message
+  // then lacks the trace.
+  std::optional<absl::StatusOr<Trace>> trace;
+  // PlanNodeRequest: every job's trace, in order, when all were decoded
+  // (the jobs in the message then lack them).
+  std::optional<std::vector<Trace>> job_traces;
+};
+
+// The request's bytes in one piece (in a buffer the planning thread keeps).
+absl::string_view Flatten(const grpc::ByteBuffer& bytes, std::string& flat) {
+  flat.clear();
+  std::vector<grpc::Slice> slices;
+  if (!bytes.Dump(&slices).ok()) return absl::string_view();
+  for (const grpc::Slice& slice : slices) {
+    flat.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return flat;
+}
+
+// A trace's bytes decoded, by the wire decoder or, for other encodings, by
+// protobuf; validation errors name `field`.
+absl::StatusOr<Trace> DecodeTrace(absl::string_view bytes,
+                                  absl::string_view field) {
+  std::optional<absl::StatusOr<Trace>> trace = TraceFromWire(bytes);
+  if (!trace.has_value()) {
+    v1::Trace message;
+    if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+      return InvalidField(field, "not a valid slackswap.v1.Trace");
+    trace = TraceFromProto(message);
+  }
+  if (!trace->ok()) return RenameField(trace->status(), "trace", field);
+  return *std::move(trace);
+}
+
+// Each job's trace decoded, and the request parsed into `message` with its
+// jobs but without their traces. False: the bytes are not in the form this
+// takes (parse the whole message instead). A trace that does not validate
+// sets `error` (naming jobs[i].trace).
+bool ParseNodeJobs(absl::string_view flat, v1::PlanNodeRequest& message,
+                   std::vector<Trace>& traces, absl::Status& error) {
+  std::string others;
+  std::vector<absl::string_view> jobs;
+  if (!ForEachLengthDelimited(
+          flat, v1::PlanNodeRequest::kJobsFieldNumber,
+          [&](absl::string_view job) { jobs.push_back(job); }) ||
+      !CopyWithoutField(flat, v1::PlanNodeRequest::kJobsFieldNumber, others) ||
+      !message.ParseFromString(others)) {
+    return false;
+  }
+  std::string job_rest;
+  for (size_t i = 0; i < jobs.size(); ++i) {
     absl::string_view trace_bytes;
-    if (bytes.Dump(&slices).ok()) {
-      flat.clear();
-      for (const grpc::Slice& slice : slices) {
-        flat.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-      }
+    if (!SplitField(jobs[i], v1::NodeJob::kTraceFieldNumber, trace_bytes,
+                    job_rest) ||
+        !message.add_jobs()->ParseFromString(job_rest)) {
+      return false;
+    }
+    absl::StatusOr<Trace> trace =
+        DecodeTrace(trace_bytes, absl::StrCat("jobs[", i, "].trace"));
+    if (!trace.ok()) {
+      error = trace.status();
+      return true;
+    }
+    traces.push_back(*std::move(trace));
+  }
+  return true;
+}
+
+// Parses `bytes` into a message on `arena`, after checking its counts and
+// traces' sizes from the bytes (ServiceCore::CheckRequestBytes). For a
+// request with a trace in the form protobuf serializers write, the trace is
+// decoded (TraceFromWire) and the message parsed without it; a node's jobs'
+// traces likewise.
+template <typename Request>
+absl::StatusOr<ParsedRequest<Request>> ParseRequest(
+    const grpc::ByteBuffer& bytes, google::protobuf::Arena& arena,
+    const ServiceCore& core) {
+  ParsedRequest<Request> parsed;
+  parsed.message = google::protobuf::Arena::CreateMessage<Request>(&arena);
+  thread_local std::string flat_buffer;
+  thread_local std::string rest;
+  const absl::string_view flat = Flatten(bytes, flat_buffer);
+  absl::Status checked =
+      core.CheckRequestBytes(static_cast<const Request*>(nullptr), flat);
+  if (checked.ok()) {
+    if constexpr (CarriesTrace<Request>::value) {
+      absl::string_view trace_bytes;
       if (SplitField(flat, Request::kTraceFieldNumber, trace_bytes, rest) &&
-          message->ParseFromString(rest)) {
-        trace = TraceFromWire(trace_bytes);
+          parsed.message->ParseFromString(rest)) {
+        parsed.trace = TraceFromWire(trace_bytes);
+        if (!parsed.trace.has_value()) parsed.message->Clear();
       }
     }
-    Release(flat);
-    Release(rest);
-    if (trace.has_value()) return message;
+    if constexpr (std::is_same_v<Request, v1::PlanNodeRequest>) {
+      std::vector<Trace> traces;
+      absl::Status error;
+      if (ParseNodeJobs(flat, *parsed.message, traces, error)) {
+        if (!error.ok()) checked = error;
+        parsed.job_traces = std::move(traces);
+      } else {
+        parsed.message->Clear();
+      }
+    }
   }
+  Release(flat_buffer);
+  Release(rest);
+  SLACKSWAP_RETURN_IF_ERROR(checked);
+  if (parsed.trace.has_value() || parsed.job_traces.has_value()) return parsed;
   grpc::ByteBuffer shared(bytes);  // shares the slices
-  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, Request>(&shared,
-                                                                  message)
+  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, Request>(
+           &shared, parsed.message)
            .ok()) {
-    return nullptr;
+    parsed.message = nullptr;
   }
-  return message;
+  return parsed;
 }
 
 }  // namespace
@@ -244,8 +333,11 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
       [this, method, context, request, response, call = std::move(call)](
           const StopFunction& stop, CallRecord& record) {
         google::protobuf::Arena arena(RequestArenaOptions());
-        std::optional<absl::StatusOr<Trace>> trace;
-        const Request* message = ParseRequest<Request>(*request, arena, trace);
+        absl::StatusOr<ParsedRequest<Request>> parsed =
+            ParseRequest<Request>(*request, arena, core_);
+        if (!parsed.ok()) return parsed.status();
+        const Request* message = parsed->message;
+        const std::optional<absl::StatusOr<Trace>>& trace = parsed->trace;
         if (message == nullptr) {
           return absl::InvalidArgumentError(
               absl::StrCat("request: not a valid ",
@@ -261,8 +353,9 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
           }
         }
         if (trace.has_value() && !trace->ok()) return trace->status();
-        auto result =
-            call(*message, stop, trace.has_value() ? &**trace : nullptr);
+        auto result = call(
+            *message, stop, trace.has_value() ? &**trace : nullptr,
+            parsed->job_traces.has_value() ? &*parsed->job_traces : nullptr);
         if (!result.ok()) return result.status();
         bool own_buffer = false;
         const grpc::Status written =
@@ -297,7 +390,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Plan(
   return Serve<v1::PlanRequest>(
       Method::kPlan, context, request, response,
       [this](const v1::PlanRequest& r, const StopFunction& stop,
-             const Trace* trace) { return core_.Plan(r, stop, trace); });
+             const Trace* trace,
+             const std::vector<Trace>*) { return core_.Plan(r, stop, trace); });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Simulate(
@@ -305,8 +399,10 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Simulate(
     grpc::ByteBuffer* response) {
   return Serve<v1::SimulateRequest>(
       Method::kSimulate, context, request, response,
-      [this](const v1::SimulateRequest& r, const StopFunction&,
-             const Trace* trace) { return core_.Simulate(r, trace); });
+      [this](const v1::SimulateRequest& r, const StopFunction& stop,
+             const Trace* trace, const std::vector<Trace>*) {
+        return core_.Simulate(r, stop, trace);
+      });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Compare(
@@ -315,7 +411,9 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Compare(
   return Serve<v1::CompareRequest>(
       Method::kCompare, context, request, response,
       [this](const v1::CompareRequest& r, const StopFunction& stop,
-             const Trace* trace) { return core_.Compare(r, stop, trace); });
+             const Trace* trace, const std::vector<Trace>*) {
+        return core_.Compare(r, stop, trace);
+      });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Frontier(
@@ -324,7 +422,9 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Frontier(
   return Serve<v1::FrontierRequest>(
       Method::kFrontier, context, request, response,
       [this](const v1::FrontierRequest& r, const StopFunction& stop,
-             const Trace* trace) { return core_.Frontier(r, stop, trace); });
+             const Trace* trace, const std::vector<Trace>*) {
+        return core_.Frontier(r, stop, trace);
+      });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::PlanNode(
@@ -333,7 +433,9 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::PlanNode(
   return Serve<v1::PlanNodeRequest>(
       Method::kPlanNode, context, request, response,
       [this](const v1::PlanNodeRequest& r, const StopFunction& stop,
-             const Trace*) { return core_.PlanNode(r, stop); });
+             const Trace*, const std::vector<Trace>* job_traces) {
+        return core_.PlanNode(r, stop, job_traces);
+      });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::GenerateTrace(
@@ -342,7 +444,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::GenerateTrace(
   return Serve<v1::GenerateTraceRequest>(
       Method::kGenerateTrace, context, request, response,
       [this](const v1::GenerateTraceRequest& r, const StopFunction&,
-             const Trace*) { return core_.GenerateTrace(r); });
+             const Trace*,
+             const std::vector<Trace>*) { return core_.GenerateTrace(r); });
 }
 
 }  // namespace slackswap

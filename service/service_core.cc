@@ -10,7 +10,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "base/field_violations.h"
+#include "base/saturating.h"
 #include "base/status_macros.h"
+#include "base/stop.h"
 #include "planner/allocator_budget.h"
 #include "planner/frontier.h"
 #include "planner/lower_bound.h"
@@ -35,10 +37,6 @@ void AddScaledReplays(const Trace& trace, const Hardware& hardware,
       trace, hardware, result.plan, DeriveSchedule(trace, result.plan),
       AllocatorReplayOptions(budget, memory, result.per_layer_barriers));
 }
-
-constexpr int kMaxBudgets = 32;
-constexpr int kMaxPolicies = 16;
-constexpr int kMaxFrontierPoints = 64;
 
 absl::Status Stopped() {
   return absl::CancelledError("the call was cancelled or timed out");
@@ -83,7 +81,7 @@ absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
 // plans: the decoded trace, the plan draft and its segment trees, the replays'
 // schedules and timelines, the lower bound's arrays and the response. Upper
 // bounds of peak-RSS measurements of the server on traces shaped for each
-// (docs/service.md, "Limits"; tests/server/e2e_test.py checks them).
+// (docs/service.md, "Limits"; tests/server/hardening_e2e_test.py checks them).
 constexpr int64_t kMemoryPerOperator = 320;
 constexpr int64_t kMemoryPerTensor = 480;
 constexpr int64_t kMemoryPerRelation = 32;
@@ -93,6 +91,16 @@ constexpr int64_t kSearchMemoryPerTensor = 640;
 // Clp with a program at kLinearProgramMaxNonzeros (lp_bound.h).
 constexpr int64_t kLinearProgramMemory = int64_t{128} << 20;
 constexpr int64_t kSearchMemoryPerElement = 64;
+// Each GPU replayed at once (every rank when ranks are skewed; one replay
+// stands for ranks in lockstep, and one per job on a node): its arrays and
+// result; with a timeline, its events; with the caching allocator, its
+// blocks and free lists.
+constexpr int64_t kReplayMemoryPerOperator = 64;
+constexpr int64_t kReplayMemoryPerTensor = 128;
+constexpr int64_t kTimelineMemoryPerOperator = 128;
+constexpr int64_t kTimelineMemoryPerTensor = 256;
+constexpr int64_t kAllocatorMemoryPerOperator = 64;
+constexpr int64_t kAllocatorMemoryPerTensor = 192;
 
 int64_t Elements(const Trace& trace) {
   return int64_t{trace.num_ops()} + trace.num_tensors() +
@@ -126,35 +134,55 @@ int64_t Replays(Policy policy, const PolicyOptions& options,
   return slackswap;
 }
 
-// Saturating a * b for non-negative values.
-int64_t Times(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  if (a > std::numeric_limits<int64_t>::max() / b)
-    return std::numeric_limits<int64_t>::max();
-  return a * b;
-}
-
-int64_t Plus(int64_t a, int64_t b) {
-  return a > std::numeric_limits<int64_t>::max() - b
-             ? std::numeric_limits<int64_t>::max()
-             : a + b;
-}
-
 std::string Mebibytes(int64_t bytes) {
   return absl::StrFormat("%.0f MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
 }  // namespace
 
-CallCost EstimatePolicyCost(const Trace& trace, Policy policy,
-                            const PolicyOptions& options) {
+namespace {
+
+int64_t GpusReplayedAtOnce(const Hardware& hardware) {
+  return hardware.rank_skew_ns > 0 ? std::max(hardware.gpus_per_uplink, 1) : 1;
+}
+
+}  // namespace
+
+int64_t ReplayMemoryBytes(int64_t operators, int64_t tensors, bool timeline,
+                          bool allocator) {
+  int64_t bytes =
+      kReplayMemoryPerOperator * operators + kReplayMemoryPerTensor * tensors;
+  if (timeline) {
+    bytes += kTimelineMemoryPerOperator * operators +
+             kTimelineMemoryPerTensor * tensors;
+  }
+  if (allocator) {
+    bytes += kAllocatorMemoryPerOperator * operators +
+             kAllocatorMemoryPerTensor * tensors;
+  }
+  return bytes;
+}
+
+int64_t TraceMemoryBytes(int64_t operators, int64_t tensors,
+                         int64_t relations) {
+  return kMemoryPerOperator * operators + kMemoryPerTensor * tensors +
+         kMemoryPerRelation * relations;
+}
+
+CallCost EstimatePolicyCost(const Trace& trace, const Hardware& hardware,
+                            Policy policy, const PolicyOptions& options,
+                            bool timeline) {
   const int64_t relations =
       static_cast<int64_t>(trace.uses.items.size()) +
       static_cast<int64_t>(trace.recompute_inputs.items.size());
+  const int64_t gpus = GpusReplayedAtOnce(hardware);
   CallCost cost;
-  cost.memory_bytes = kMemoryPerOperator * trace.num_ops() +
-                      kMemoryPerTensor * trace.num_tensors() +
-                      kMemoryPerRelation * relations;
+  cost.memory_bytes =
+      TraceMemoryBytes(trace.num_ops(), trace.num_tensors(), relations) +
+      gpus *
+          ReplayMemoryBytes(trace.num_ops(), trace.num_tensors(),
+                            timeline || policy != Policy::kIdeal,
+                            options.memory.allocator != AllocatorKind::kNone);
   if (policy == Policy::kGeneticSearch || policy == Policy::kSwapAdvisor) {
     cost.memory_bytes += kSearchMemoryPerTensor * trace.num_tensors() +
                          kSearchMemoryPerElement * Elements(trace);
@@ -164,28 +192,38 @@ CallCost EstimatePolicyCost(const Trace& trace, Policy policy,
       SlackSwapOptionsFor(policy, options).has_value()) {
     cost.memory_bytes += kLinearProgramMemory;
   }
-  cost.work = Times(Replays(policy, options, trace), Elements(trace));
+  cost.work = SaturatingTimes(
+      SaturatingTimes(Replays(policy, options, trace), Elements(trace)), gpus);
   return cost;
 }
 
 absl::Status ServiceCore::CheckCost(const Trace& trace,
+                                    const Hardware& hardware,
                                     const std::vector<Policy>& policies,
                                     int64_t runs_per_policy,
                                     const PolicyOptions& options,
-                                    absl::string_view work_field) const {
+                                    const CostContext& context) const {
   int64_t memory = 0, work = 0, most_replays = 0;
   for (Policy policy : policies) {
-    const CallCost cost = EstimatePolicyCost(trace, policy, options);
+    const CallCost cost =
+        EstimatePolicyCost(trace, hardware, policy, options, context.timeline);
     memory = std::max(memory, cost.memory_bytes);  // policies run one by one
-    work = Plus(work, Times(cost.work, runs_per_policy));
+    work = SaturatingPlus(work, SaturatingTimes(cost.work, runs_per_policy));
     most_replays = std::max(most_replays, Replays(policy, options, trace));
   }
+  memory = SaturatingPlus(memory, context.held_memory_bytes);
+  work = SaturatingPlus(work, context.held_work);
+  const int64_t gpus = GpusReplayedAtOnce(hardware);
+  const std::string gpus_note =
+      gpus > 1 ? absl::StrCat(", replayed on ", gpus, " skewed ranks at once")
+               : "";
   if (limits_.max_memory_bytes > 0 && memory > limits_.max_memory_bytes) {
     return TooLargeField(
-        "trace",
+        context.memory_field,
         absl::StrCat("planning this trace (", trace.num_ops(), " operators, ",
                      trace.num_tensors(), " tensors, ", Elements(trace),
-                     " elements in all) needs about ", Mebibytes(memory),
+                     " elements in all", gpus_note, context.held_note,
+                     ") needs about ", Mebibytes(memory),
                      ", above this server's limit of ",
                      Mebibytes(limits_.max_memory_bytes),
                      " per call (--max_call_memory_bytes); split the trace or "
@@ -193,12 +231,12 @@ absl::Status ServiceCore::CheckCost(const Trace& trace,
   }
   if (limits_.max_work > 0 && work > limits_.max_work) {
     return TooLargeField(
-        work_field,
+        context.work_field,
         absl::StrCat(
             "the call asks for ", runs_per_policy, " run(s) of ",
             policies.size(), " policy(ies), up to ", most_replays,
-            " replays each, of a trace of ", Elements(trace),
-            " elements: about ",
+            " replays each, of a trace of ", Elements(trace), " elements",
+            gpus_note, context.held_note, ": about ",
             absl::StrFormat("%.3g", static_cast<double>(work)),
             " element-replays, above this server's limit of ",
             absl::StrFormat("%.3g", static_cast<double>(limits_.max_work)),
@@ -235,6 +273,7 @@ absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
 absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
     const v1::PlanRequest& request, const StopFunction& should_stop,
     const Trace* decoded_trace) const {
+  ScopedStop scope(&should_stop);
   Inputs in;
   SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
                                     request.hardware(), request.physics(), in));
@@ -252,8 +291,9 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
   // meets: about 15 more plans.
   const std::optional<PlannerOptions> slackswap =
       SlackSwapOptionsFor(policy, options);
-  SLACKSWAP_RETURN_IF_ERROR(CheckCost(
-      in.trace(), {policy}, slackswap.has_value() ? 17 : 1, options, "trace"));
+  SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), in.hardware, {policy},
+                                      slackswap.has_value() ? 17 : 1, options,
+                                      CostContext()));
   if (should_stop && should_stop()) return Stopped();
   const absl::Time start = absl::Now();
   SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult result,
@@ -274,7 +314,9 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
 }
 
 absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
-    const v1::SimulateRequest& request, const Trace* decoded_trace) const {
+    const v1::SimulateRequest& request, const StopFunction& should_stop,
+    const Trace* decoded_trace) const {
+  ScopedStop scope(&should_stop);
   Inputs in;
   SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
                                     request.hardware(), request.physics(), in));
@@ -282,8 +324,15 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
                              ResolveBudget(in.trace(), request.budget()));
   SLACKSWAP_ASSIGN_OR_RETURN(slackswap::Plan plan,
                              PlanFromProto(in.trace(), request.plan()));
+  // The replay, then one at each robustness scaling.
+  PolicyOptions replayed;
+  replayed.memory = in.memory;
+  CostContext context;
+  context.timeline = request.include_timeline();
   SLACKSWAP_RETURN_IF_ERROR(
-      CheckCost(in.trace(), {Policy::kIdeal}, 1, PolicyOptions(), "trace"));
+      CheckCost(in.trace(), in.hardware, {Policy::kIdeal},
+                1 + static_cast<int64_t>(RobustnessScalings().size()), replayed,
+                context));
   SimulationOptions options =
       AllocatorReplayOptions(budget, in.memory, request.per_layer_barriers());
   options.record_timeline = request.include_timeline();
@@ -294,6 +343,7 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
     result.scaled = ReplayAtScalings(in.trace(), in.hardware, plan,
                                      DeriveSchedule(in.trace(), plan), options);
   }
+  if (result.stopped || (should_stop && should_stop())) return Stopped();
   v1::SimulateResponse response;
   *response.mutable_metrics() = MetricsToProto(result);
   *response.mutable_plan() =
@@ -306,6 +356,7 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
 absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
     const v1::CompareRequest& request, const StopFunction& should_stop,
     const Trace* decoded_trace) const {
+  ScopedStop scope(&should_stop);
   Inputs in;
   SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
                                     request.hardware(), request.physics(), in));
@@ -347,9 +398,11 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
     options.genetic_search.max_evaluations =
         request.genetic_search_evaluations();
   }
-  SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), policies,
+  CostContext context;
+  context.work_field = "budgets";
+  SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), in.hardware, policies,
                                       static_cast<int64_t>(budgets.size()),
-                                      options, "budgets"));
+                                      options, context));
   // Every policy at every budget, budgets outermost; each entry's report
   // leaves out the plan.
   v1::CompareResponse response;
@@ -393,6 +446,7 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
 absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
     const v1::FrontierRequest& request, const StopFunction& should_stop,
     const Trace* decoded_trace) const {
+  ScopedStop scope(&should_stop);
   Inputs in;
   SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
                                     request.hardware(), request.physics(), in));
@@ -431,8 +485,10 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
   // a target) the peak and another such bisection.
   const int64_t runs =
       static_cast<int64_t>(fractions.size()) + 11 + (target > 0 ? 12 : 0);
-  SLACKSWAP_RETURN_IF_ERROR(CheckCost(in.trace(), {Policy::kSlackSwap}, runs,
-                                      options, "budget_fractions"));
+  CostContext context;
+  context.work_field = "budget_fractions";
+  SLACKSWAP_RETURN_IF_ERROR(CheckCost(
+      in.trace(), in.hardware, {Policy::kSlackSwap}, runs, options, context));
 
   SLACKSWAP_ASSIGN_OR_RETURN(
       const FrontierCurve frontier,
@@ -461,7 +517,9 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
 }
 
 absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
-    const v1::PlanNodeRequest& request, const StopFunction& should_stop) const {
+    const v1::PlanNodeRequest& request, const StopFunction& should_stop,
+    const std::vector<Trace>* decoded_traces) const {
+  ScopedStop scope(&should_stop);
   FieldViolations v;
   if (request.jobs_size() == 0 || request.jobs_size() > kMaxNodeJobs) {
     v.Add("jobs", absl::StrCat("must hold 1 to ", kMaxNodeJobs, " jobs"));
@@ -497,30 +555,40 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
       PolicyOptions options,
       OptionsFrom(request.options(), memory, should_stop));
   options.slackswap.linear_program_bound = false;
-  std::vector<Trace> traces(request.jobs_size());
+  if (decoded_traces != nullptr &&
+      static_cast<int>(decoded_traces->size()) != request.jobs_size()) {
+    return absl::InternalError("PlanNode: a decoded trace per job expected");
+  }
+  std::vector<Trace> owned(decoded_traces == nullptr ? request.jobs_size() : 0);
+  auto trace_of = [&](int i) -> const Trace& {
+    return decoded_traces != nullptr ? (*decoded_traces)[i] : owned[i];
+  };
   std::vector<NodePlanJob> jobs;
+  // The node holds every job's trace and plans at once: each job's estimate
+  // counts those of the jobs before it.
+  CostContext context;
   for (int i = 0; i < request.jobs_size(); ++i) {
     const v1::NodeJob& job = request.jobs(i);
     const std::string at = absl::StrCat("jobs[", i, "]");
-    absl::StatusOr<Trace> trace = TraceFromProto(job.trace());
-    if (!trace.ok()) {
-      return RenameField(trace.status(), "trace", absl::StrCat(at, ".trace"));
+    const std::string trace_field = absl::StrCat(at, ".trace");
+    if (decoded_traces == nullptr) {
+      absl::StatusOr<Trace> trace = TraceFromProto(job.trace());
+      if (!trace.ok()) return RenameField(trace.status(), "trace", trace_field);
+      owned[i] = *std::move(trace);
     }
-    traces[i] = *std::move(trace);
-    absl::Status checked = CheckTimeRange(traces[i], node);
+    const Trace& trace = trace_of(i);
     // The node replays run every job's steps back to back (and one more
     // while the slowest finishes).
-    if (checked.ok()) {
-      checked = CheckPhysics(traces[i], node, steps + 1);
-    }
-    if (!checked.ok()) return checked;
-    absl::StatusOr<int64_t> budget = ResolveBudget(traces[i], job.budget());
+    absl::Status checked = CheckTimeRange(trace, node);
+    if (checked.ok()) checked = CheckPhysics(trace, node, steps + 1);
+    if (!checked.ok()) return RenameField(checked, "trace", trace_field);
+    absl::StatusOr<int64_t> budget = ResolveBudget(trace, job.budget());
     if (!budget.ok()) {
       return RenameField(budget.status(), "budget",
                          absl::StrCat(at, ".budget"));
     }
     NodePlanJob planned;
-    planned.trace = &traces[i];
+    planned.trace = &trace;
     planned.budget_bytes = *budget;
     planned.gpus = std::max(job.gpus(), 1);
     if (job.policy() != v1::POLICY_UNSPECIFIED) {
@@ -535,9 +603,21 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
       }
     }
     // Each job: its plans for the shares tried, and replays beside the
-    // others.
-    SLACKSWAP_RETURN_IF_ERROR(CheckCost(
-        traces[i], {planned.policy}, 2 + request.jobs_size(), options, "jobs"));
+    // others (its ranks in lockstep: one replay).
+    context.memory_field = trace_field;
+    context.work_field = trace_field;
+    SLACKSWAP_RETURN_IF_ERROR(CheckCost(trace, node, {planned.policy},
+                                        2 + request.jobs_size(), options,
+                                        context));
+    const CallCost cost =
+        EstimatePolicyCost(trace, node, planned.policy, options);
+    context.held_memory_bytes =
+        SaturatingPlus(context.held_memory_bytes, cost.memory_bytes);
+    context.held_work = SaturatingPlus(
+        context.held_work,
+        SaturatingTimes(cost.work, 2 + int64_t{request.jobs_size()}));
+    context.held_note =
+        absl::StrCat(", beside the ", i + 1, " job(s) before it on the node");
     jobs.push_back(planned);
   }
   if (should_stop && should_stop()) return Stopped();
@@ -555,7 +635,8 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
     }
     v1::NodeJobReport* out = response.add_jobs();
     out->set_name(request.jobs(static_cast<int>(j)).name());
-    *out->mutable_report() = PlanningReportToProto(traces[j], r.planned);
+    *out->mutable_report() =
+        PlanningReportToProto(trace_of(static_cast<int>(j)), r.planned);
     out->set_uplink_share(r.uplink_share);
     out->set_alone_step_ns(r.alone_step_ns);
     out->set_shared_step_ns(r.shared_step_ns);

@@ -9,7 +9,9 @@
 // Errors: INVALID_ARGUMENT with field violations (field_violations.h),
 // RESOURCE_EXHAUSTED for traces over the size limits, CANCELLED when
 // `should_stop` returned true (the caller maps it to DEADLINE_EXCEEDED where
-// the deadline passed).
+// the deadline passed). `should_stop` is polled between plans and, through a
+// ScopedStop (base/stop.h) around each call, from inside every replay and
+// linear-program solve, so that a call stops within milliseconds of it.
 //
 // Thread-safe: a ServiceCore holds no mutable state besides the observer,
 // which must itself be thread-safe.
@@ -19,6 +21,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -68,8 +72,37 @@ struct CallCost {
   int64_t memory_bytes = 0;
   int64_t work = 0;
 };
-CallCost EstimatePolicyCost(const Trace& trace, Policy policy,
-                            const PolicyOptions& options);
+// Requests' counts (INVALID_ARGUMENT past them).
+inline constexpr int kMaxBudgets = 32;   // CompareRequest.budgets
+inline constexpr int kMaxPolicies = 16;  // CompareRequest.policies
+inline constexpr int kMaxFrontierPoints =
+    64;  // FrontierRequest.budget_fractions
+
+// The memory estimate's parts (docs/service.md, "Limits"): a decoded trace of
+// these sizes with the working set of one policy's planning on one GPU, and
+// each GPU's replay held at once (with its timeline and the caching
+// allocator's state when the call has them).
+int64_t TraceMemoryBytes(int64_t operators, int64_t tensors, int64_t relations);
+int64_t ReplayMemoryBytes(int64_t operators, int64_t tensors, bool timeline,
+                          bool allocator);
+
+// `hardware` says how many GPUs a replay holds at once (skewed ranks each
+// replay; ranks in lockstep share one); `timeline`: the call records one.
+CallCost EstimatePolicyCost(const Trace& trace, const Hardware& hardware,
+                            Policy policy, const PolicyOptions& options,
+                            bool timeline = false);
+
+// Memory and work a call holds besides one trace's planning, and the
+// fields its refusals name.
+struct CostContext {
+  absl::string_view memory_field = "trace";
+  absl::string_view work_field = "trace";
+  bool timeline = false;  // the call records a replay's timeline
+  // What the call holds already (a node's other jobs), and how to say so.
+  int64_t held_memory_bytes = 0;
+  int64_t held_work = 0;
+  std::string held_note;
+};
 
 class ServiceCore {
  public:
@@ -85,7 +118,7 @@ class ServiceCore {
       const v1::PlanRequest& request, const StopFunction& should_stop,
       const Trace* decoded_trace = nullptr) const;
   absl::StatusOr<v1::SimulateResponse> Simulate(
-      const v1::SimulateRequest& request,
+      const v1::SimulateRequest& request, const StopFunction& should_stop,
       const Trace* decoded_trace = nullptr) const;
   absl::StatusOr<v1::CompareResponse> Compare(
       const v1::CompareRequest& request, const StopFunction& should_stop,
@@ -95,17 +128,45 @@ class ServiceCore {
       const Trace* decoded_trace = nullptr) const;
   absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
       const v1::GenerateTraceRequest& request) const;
+  // Checks a serialized request (of the type the first argument points to;
+  // null is fine) from its bytes, before protobuf builds it
+  // (request_precheck.cc): the counts of its repeated fields and its traces'
+  // sizes, refused as validating the message would refuse them, and each
+  // trace's memory estimate alone (RESOURCE_EXHAUSTED naming it). OK for
+  // bytes it cannot read: protobuf then refuses them.
+  absl::Status CheckRequestBytes(const v1::PlanRequest*,
+                                 absl::string_view bytes) const;
+  absl::Status CheckRequestBytes(const v1::SimulateRequest*,
+                                 absl::string_view bytes) const;
+  absl::Status CheckRequestBytes(const v1::CompareRequest*,
+                                 absl::string_view bytes) const;
+  absl::Status CheckRequestBytes(const v1::FrontierRequest*,
+                                 absl::string_view bytes) const;
+  absl::Status CheckRequestBytes(const v1::PlanNodeRequest*,
+                                 absl::string_view bytes) const;
+  absl::Status CheckRequestBytes(const v1::GenerateTraceRequest*,
+                                 absl::string_view bytes) const;
+
+  // `decoded_traces`, when not null, holds each job's trace already
+  // converted, in job order, and the jobs' traces are not read.
   absl::StatusOr<v1::PlanNodeResponse> PlanNode(
-      const v1::PlanNodeRequest& request,
-      const StopFunction& should_stop) const;
+      const v1::PlanNodeRequest& request, const StopFunction& should_stop,
+      const std::vector<Trace>* decoded_traces = nullptr) const;
 
  private:
-  // RESOURCE_EXHAUSTED when `runs_per_policy` runs of each policy would pass
-  // a limit: memory names "trace", work names `work_field`.
-  absl::Status CheckCost(const Trace& trace,
+  // RESOURCE_EXHAUSTED when `runs_per_policy` runs of each policy on
+  // `hardware`, with what `context` says the call holds already, would pass a
+  // limit, naming context's fields.
+  absl::Status CheckCost(const Trace& trace, const Hardware& hardware,
                          const std::vector<Policy>& policies,
                          int64_t runs_per_policy, const PolicyOptions& options,
-                         absl::string_view work_field) const;
+                         const CostContext& context) const;
+  // The trace in `trace_bytes` (every occurrence of the field, as protobuf
+  // merges them) within the trace limits and, with `held_bytes` of other
+  // traces, the memory limit; adds its estimate to `held_bytes`.
+  absl::Status CheckTraceBytes(absl::string_view message, int trace_field,
+                               absl::string_view field_path,
+                               int64_t& held_bytes) const;
   absl::StatusOr<PlanningResult> RunObserved(
       PlanCall call, Policy policy, const Trace& trace,
       const Hardware& hardware, int64_t budget,

@@ -1,6 +1,7 @@
 #include "simulator/event_model.h"
 
 #include <algorithm>
+#include <string>
 
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
@@ -58,24 +59,56 @@ absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
   if (!hardware.UsesNodePhysics() && steps <= 1) return absl::OkStatus();
   // The slowest case: every op at half speed (plus a ns of rounding), every
   // transfer at a 64th of the narrower uplink, every rank skewed.
-  absl::int128 total = absl::int128(trace.ideal_ns) * 2 + trace.num_ops();
-  for (const Tensor& t : trace.tensors) total += t.recompute_ns;
+  const int64_t repeats = std::max<int64_t>(steps, 1);
+  absl::int128 compute = absl::int128(trace.ideal_ns) * 2 + trace.num_ops();
+  for (const Tensor& t : trace.tensors) compute += t.recompute_ns;
+  const absl::int128 skew = absl::int128(hardware.rank_skew_ns) * 64;
   int64_t slowest =
       std::min(hardware.d2h_bytes_per_second, hardware.h2d_bytes_per_second);
+  bool uplink_slowest = false;
   for (int64_t uplink : {hardware.uplink_d2h_bytes_per_second,
                          hardware.uplink_h2d_bytes_per_second}) {
-    if (uplink > 0)
-      slowest = std::min(slowest, std::max<int64_t>(uplink / 64, 1));
+    if (uplink > 0 && std::max<int64_t>(uplink / 64, 1) < slowest) {
+      slowest = std::max<int64_t>(uplink / 64, 1);
+      uplink_slowest = true;
+    }
   }
-  total += absl::int128(trace.total_tensor_bytes) * 2 * 1'000'000'000 / slowest;
-  total += absl::int128(hardware.transfer_latency_ns + 1) * 2 *
-           static_cast<absl::int128>(trace.tensors.size());
-  total += absl::int128(hardware.rank_skew_ns) * 64;
-  total *= std::max<int64_t>(steps, 1);
-  if (total < kMaxSimulatedNs) return absl::OkStatus();
-  return InvalidField("hardware.uplink_d2h_bytes_per_second",
-                      "too small for this trace with a shared uplink: the "
-                      "iteration could exceed 2^62 ns");
+  const absl::int128 transfers =
+      absl::int128(trace.total_tensor_bytes) * 2 * 1'000'000'000 / slowest +
+      absl::int128(hardware.transfer_latency_ns + 1) * 2 *
+          static_cast<absl::int128>(trace.tensors.size());
+  if ((compute + skew + transfers) * repeats < kMaxSimulatedNs)
+    return absl::OkStatus();
+  // Name what takes most of the time: the trace's own operators (and
+  // rebuilds), the skew, or the links.
+  const std::string over =
+      repeats > 1 ? absl::StrCat(" over ", repeats, " steps") : "";
+  if (compute >= skew && compute >= transfers) {
+    return InvalidField(
+        "trace.operators",
+        absl::StrCat("the operators' and rebuilds' durations are too long for "
+                     "node physics",
+                     over, ": at half speed the replay could exceed 2^62 ns"));
+  }
+  if (skew >= transfers) {
+    return InvalidField("physics.rank_skew_ns",
+                        absl::StrCat("too large for this trace", over,
+                                     ": the replay could exceed 2^62 ns"));
+  }
+  const char* field =
+      uplink_slowest
+          ? (hardware.uplink_d2h_bytes_per_second > 0 &&
+                     (hardware.uplink_h2d_bytes_per_second <= 0 ||
+                      hardware.uplink_d2h_bytes_per_second <=
+                          hardware.uplink_h2d_bytes_per_second)
+                 ? "hardware.uplink_d2h_bytes_per_second"
+                 : "hardware.uplink_h2d_bytes_per_second")
+          : (hardware.d2h_bytes_per_second <= hardware.h2d_bytes_per_second
+                 ? "hardware.d2h_bytes_per_second"
+                 : "hardware.h2d_bytes_per_second");
+  return InvalidField(
+      field, absl::StrCat("too small for this trace with node physics", over,
+                          ": the replay could exceed 2^62 ns"));
 }
 
 absl::StatusOr<SimulationResult> Simulate(const Trace& trace,

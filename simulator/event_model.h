@@ -146,6 +146,10 @@ struct SimulationResult {
   // Stopped at SimulationOptions::cutoff_ns (then !feasible): not a verdict
   // on the plan, only that it cannot beat the cutoff.
   bool cut_off = false;
+  // Stopped because the thread's StopFunction said so (base/stop.h; then
+  // !feasible): no verdict at all. Replays poll it every
+  // kReplayStopPollEvents events.
+  bool stopped = false;
 
   int64_t iteration_ns = 0;
   int64_t ideal_ns = 0;
@@ -208,6 +212,8 @@ absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware);
 // with any of them, times that could leave int64 when the uplink is shared
 // by 64 transfers and every op runs at half speed. Simulate calls it.
 // `steps`: iterations replayed back to back (a node's), all within 2^62 ns.
+// Times out of range name what takes most of them: "trace.operators" (the
+// ops and rebuilds), "physics.rank_skew_ns", or the slowest link or uplink.
 absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
                           int64_t steps = 1);
 

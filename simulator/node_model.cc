@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/stop.h"
+
 namespace slackswap {
 namespace internal {
 namespace {
@@ -24,7 +26,22 @@ void RunShared(
   // only they can start something.
   std::vector<uint8_t> touched(members.size(), 1);
   std::vector<int64_t> next_of(members.size(), kNever);
-  while (true) {
+  for (int events = 0;; ++events) {
+    if (events == kReplayStopPollEvents) {
+      events = 0;
+      if (StopRequested()) {
+        // Every member ends here, stopped (a stopped result is never run
+        // again: it is infeasible).
+        for (size_t i = 0; i < members.size(); ++i) {
+          Member& m = members[i];
+          if (m.finished) continue;
+          m.replay->ReportStopped();
+          m.finished = true;
+          finished(i, now, m.replay->Finish());
+        }
+        return;
+      }
+    }
     int64_t d2h_moving = 0, h2d_moving = 0;
     for (size_t i = 0; i < members.size(); ++i) {
       Member& m = members[i];

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/stop.h"
 
 namespace slackswap {
 namespace internal {
@@ -21,6 +22,22 @@ int64_t CeilDiv(absl::int128 a, int64_t b) {
   return static_cast<int64_t>(a / b + (a % b != 0 ? 1 : 0));
 }
 
+// floor(kWorkScale * num / den) for 0 <= num < den, bit by bit: num and den
+// may reach 2^124 (products of two int64), where kWorkScale * num would not
+// fit in 128 bits.
+int64_t ScaledFraction(absl::int128 num, absl::int128 den) {
+  int64_t q = 0;
+  for (int64_t bit = kWorkScale; bit > 1; bit >>= 1) {
+    num *= 2;  // < 2 * den
+    q *= 2;
+    if (num >= den) {
+      num -= den;
+      q += 1;
+    }
+  }
+  return q;
+}
+
 }  // namespace
 
 int64_t ContendedRate(int64_t flops, int64_t traffic, const Hardware& hardware,
@@ -32,9 +49,10 @@ int64_t ContendedRate(int64_t flops, int64_t traffic, const Hardware& hardware,
   // Compute-bound even with the HBM left: F / P >= M / (B - c).
   if (f * left >= m * p) return kWorkScale;
   // Contended time M / (B - c) against the uncontended max(F / P, M / B).
-  const I rate = f * b >= m * p ? I(kWorkScale) * f * left / (p * m)
-                                : I(kWorkScale) * left / b;
-  return std::max<int64_t>(static_cast<int64_t>(rate), 1);
+  // (Each ratio is below 1 here: F / P < M / (B - c), and c > 0.)
+  const int64_t rate = f * b >= m * p ? ScaledFraction(f * left, p * m)
+                                      : ScaledFraction(left, b);
+  return std::max<int64_t>(rate, 1);
 }
 
 Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
@@ -562,10 +580,24 @@ std::string Replay::Held() const {
                       " resident)");
 }
 
+void Replay::ReportStopped() {
+  result_.feasible = false;
+  result_.stopped = true;
+  result_.infeasibility.reason =
+      absl::StrCat("stopped at ", now_, " ns: the call was cancelled");
+}
+
 SimulationResult Replay::Run() {
-  while (true) {
+  for (int events = 0;; ++events) {
     TryStart();
     if (done()) break;
+    if (events == kReplayStopPollEvents) {
+      events = 0;
+      if (StopRequested()) {
+        ReportStopped();
+        break;
+      }
+    }
     // Nothing runs faster than profiled: the compute stream still has the
     // running step's rest and every step not started.
     const int64_t earliest =

@@ -39,6 +39,11 @@ inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 // speed; at full speed it progresses kWorkScale units per ns.
 inline constexpr int64_t kWorkScale = int64_t{1} << 16;
 
+// A replay (and a replay of many GPUs together) polls the thread's
+// StopFunction (base/stop.h) once every this many events: a few hundred
+// microseconds of replay between polls.
+inline constexpr int kReplayStopPollEvents = 1024;
+
 // The progress rate, in kWorkScale units per ns, of an op with `flops` and
 // `traffic` bytes on `hardware` while copies move `copy_bytes_per_second`
 // through HBM: the roofline time max(F / matmul, M / HBM) over
@@ -89,6 +94,8 @@ class Replay {
   void FinishDue();
   // Nothing runs and steps remain: records why (the replay is then done).
   void ReportInfeasible();
+  // Ends the replay unfinished: infeasible, with `stopped` set.
+  void ReportStopped();
   // Whether each copy stream is moving bytes (past its latency) now (kShared).
   bool d2h_moving() const { return d2h_.busy && d2h_.moving; }
   bool h2d_moving() const { return h2d_.busy && h2d_.moving; }

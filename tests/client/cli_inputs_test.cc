@@ -1,6 +1,10 @@
 // The CLI's --budget syntax (client/cli_inputs.h).
 #include "client/cli_inputs.h"
 
+#include <cmath>
+
+#include "absl/flags/flag.h"
+#include "client/cli_flags.h"
 #include "gtest/gtest.h"
 #include "service/service_core.h"
 #include "service/wire_convert.h"
@@ -35,6 +39,26 @@ TEST(ParseBudgetTest, AnythingElseNamesTheFlag) {
     EXPECT_EQ(budget.status().message().rfind("--budget must be", 0), 0u)
         << budget.status();
   }
+}
+
+TEST(HardwareFromFlagsTest, AnUplinkThatIsNotARateNamesTheFlag) {
+  for (double bad : {9.3e9, -1.0, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    absl::SetFlag(&FLAGS_uplink_gbps, bad);
+    int exit_code = 0;
+    const absl::StatusOr<v1::Hardware> hardware = HardwareFromFlags(exit_code);
+    ASSERT_FALSE(hardware.ok()) << bad;
+    EXPECT_EQ(hardware.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(hardware.status().message().rfind("--uplink_gbps: ", 0), 0u)
+        << hardware.status();
+    EXPECT_NE(exit_code, 0);
+  }
+  // The largest rate that fits in int64 bytes per second is taken.
+  absl::SetFlag(&FLAGS_uplink_gbps, 9.2e9);
+  int exit_code = 0;
+  const absl::StatusOr<v1::Hardware> hardware = HardwareFromFlags(exit_code);
+  ASSERT_TRUE(hardware.ok()) << hardware.status();
+  EXPECT_EQ(hardware->uplink_d2h_bytes_per_second(), 9'200'000'000'000'000'000);
+  absl::SetFlag(&FLAGS_uplink_gbps, 0);
 }
 
 TEST(PrecisionTest, NamesAndWireValuesMapBothWays) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "simulator/replay.h"
 #include "simulator/schedule.h"
 #include "tests/simulator/test_traces.h"
 
@@ -650,6 +651,45 @@ TEST(EventModelTest, CopiesSlowMemoryBoundOpsBeneathThem) {
   EXPECT_EQ(ReplayOnNode(t.Build(), contended).iteration_ns, 1020);
   t.proto.mutable_operators(1)->set_flops(500'000);
   EXPECT_EQ(ReplayOnNode(t.Build(), contended).iteration_ns, 1045);
+}
+
+// Contention at the limits a request may set: 2^60 FLOPs and bytes of
+// traffic, matmul and HBM rates of INT64_MAX, links at 2^60 bytes/s. The
+// offload of 2^40 bytes moves for ceil(2^40 * 1e9 / 2^60) = 954 ns beneath op
+// 1, taking 2^60 of the HBM's 2^63 - 1 bytes/s: op 1 progresses at
+// floor(65536 * (2^63 - 1 - 2^60) / (2^63 - 1)) = 57343 units per ns of the
+// 65536 of full speed, so it has 2000 * 65536 - 954 * 57343 units left at 964
+// and ends 1166 ns later, at 2130: 120 ns of contention. (Its products reach
+// 2^123 and the scaled ones overflowed 128 bits.)
+TEST(EventModelTest, ContentionAtTheLimitsFollowsTheFormula) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  Hardware hw = ByteNanosecondLink();
+  hw.d2h_bytes_per_second = hw.h2d_bytes_per_second = int64_t{1} << 60;
+  hw.matmul_flops_per_second = kMax;
+  hw.hbm_bytes_per_second = kMax;
+  hw.hbm_contention = true;
+  EXPECT_EQ(internal::ContendedRate(int64_t{1} << 60, int64_t{1} << 60, hw,
+                                    int64_t{1} << 60),
+            57343);
+  // Both links at once leave 3/4 of the HBM: floor(65536 * (2^63 - 1 -
+  // 2^61) / (2^63 - 1)) = 49151.
+  EXPECT_EQ(internal::ContendedRate(int64_t{1} << 60, int64_t{1} << 60, hw,
+                                    int64_t{1} << 61),
+            49151);
+  // Memory-bound (F / P < M / B): the HBM left over the HBM.
+  EXPECT_EQ(internal::ContendedRate(1, int64_t{1} << 60, hw, int64_t{1} << 60),
+            57343);
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(2000), t.Bwd(2000), t.Bwd(10);
+  t.Tensor(int64_t{1} << 40, 0, {3});
+  t.proto.mutable_operators(1)->set_flops(int64_t{1} << 60);
+  t.proto.mutable_operators(1)->set_memory_traffic_bytes(int64_t{1} << 60);
+  const SimulationResult r = ReplayOnNode(t.Build(), hw);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_EQ(r.contention_ns, 120);
+  const std::vector<TimelineEvent> ops = Events(r, TimelineKind::kOp);
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[1].end_ns, 2130);
 }
 
 TEST(EventModelTest, PhysicsTheModelCannotReplayIsRejectedByField) {

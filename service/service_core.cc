@@ -95,12 +95,16 @@ constexpr int64_t kSearchMemoryPerElement = 64;
 // stands for ranks in lockstep, and one per job on a node): its arrays and
 // result; with a timeline, its events; with the caching allocator, its
 // blocks and free lists.
-constexpr int64_t kReplayMemoryPerOperator = 64;
-constexpr int64_t kReplayMemoryPerTensor = 128;
-constexpr int64_t kTimelineMemoryPerOperator = 128;
-constexpr int64_t kTimelineMemoryPerTensor = 256;
-constexpr int64_t kAllocatorMemoryPerOperator = 64;
-constexpr int64_t kAllocatorMemoryPerTensor = 192;
+// (Measured per rank, 64 skewed ranks of 40,000 operators and 20,000
+// tensors: about 1.5 bytes per element for the arrays, 64 per operator for
+// the timeline of an all-keep plan, 107 per tensor for the allocator; the
+// constants leave room for plans that copy and rebuild every tensor.)
+constexpr int64_t kReplayMemoryPerOperator = 8;
+constexpr int64_t kReplayMemoryPerTensor = 32;
+constexpr int64_t kTimelineMemoryPerOperator = 64;
+constexpr int64_t kTimelineMemoryPerTensor = 192;
+constexpr int64_t kAllocatorMemoryPerOperator = 32;
+constexpr int64_t kAllocatorMemoryPerTensor = 160;
 
 int64_t Elements(const Trace& trace) {
   return int64_t{trace.num_ops()} + trace.num_tensors() +

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "base/stop.h"
 #include "gtest/gtest.h"
 #include "planner/checkpointing.h"
 #include "planner/genetic_search.h"
@@ -16,6 +17,7 @@
 #include "service/trace_convert.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
+#include "simulator/schedule.h"
 #include "simulator/small_traces.h"
 #include "simulator/trace_validation.h"
 #include "tests/planner/shaped_traces.h"
@@ -169,6 +171,69 @@ TEST(LinearProgramLimitTest, NoBoundPastTheNonzeroLimit) {
       ComputeLinearProgramBound(small, SlowLink(), AllKeepPeakBytes(small) / 2);
   EXPECT_TRUE(solved.solved);
   EXPECT_GE(solved.iteration_ns, small.ideal_ns);
+}
+
+// Clp polls the thread's stop every 64 iterations: a solve that says stop
+// gives no bound; one that never does is the same solve.
+TEST(LinearProgramStopTest, TheSolvePollsTheThreadsStop) {
+  const Trace trace = Shaped("chain", 2000);
+  const int64_t budget = AllKeepPeakBytes(trace) / 2;
+  const LinearProgramBound plain =
+      ComputeLinearProgramBound(trace, SlowLink(), budget);
+  ASSERT_TRUE(plain.solved);
+  CountingStop never(1 << 30);
+  const StopFunction never_stop = never.Function();
+  {
+    ScopedStop scope(&never_stop);
+    const LinearProgramBound polled =
+        ComputeLinearProgramBound(trace, SlowLink(), budget);
+    EXPECT_TRUE(polled.solved);
+    EXPECT_EQ(polled.iteration_ns, plain.iteration_ns);
+  }
+  EXPECT_GT(never.calls.load(), 0);
+  CountingStop first(1);
+  const StopFunction stop = first.Function();
+  ScopedStop scope(&stop);
+  EXPECT_FALSE(ComputeLinearProgramBound(trace, SlowLink(), budget).solved);
+  EXPECT_EQ(first.calls.load(), 1);
+}
+
+// 64 skewed ranks replay as one loop: it polls the thread's stop inside,
+// every kReplayStopPollEvents events, and ends every rank stopped.
+TEST(ReplayStopTest, SkewedRanksStopInsideOneReplay) {
+  const Trace trace = Shaped("chain", 1000);
+  Hardware hardware = SlowLink();
+  hardware.gpus_per_uplink = 64;
+  hardware.uplink_d2h_bytes_per_second = hardware.d2h_bytes_per_second;
+  hardware.uplink_h2d_bytes_per_second = hardware.h2d_bytes_per_second;
+  hardware.rank_skew_ns = 1000;
+  Plan plan = Plan::AllKeep(trace);
+  for (size_t t = 0; t < plan.decisions.size(); t += 2)
+    plan.decisions[t] = Decision::kSwap;
+  const Schedule schedule = DeriveSchedule(trace, plan);
+  const SimulationResult full =
+      SimulateSchedule(trace, hardware, plan, schedule, SimulationOptions());
+  ASSERT_TRUE(full.feasible) << full.infeasibility.reason;
+  CountingStop never(1 << 30);
+  const StopFunction never_stop = never.Function();
+  {
+    ScopedStop scope(&never_stop);
+    const SimulationResult polled =
+        SimulateSchedule(trace, hardware, plan, schedule, SimulationOptions());
+    EXPECT_EQ(polled.iteration_ns, full.iteration_ns);
+    EXPECT_FALSE(polled.stopped);
+  }
+  // The loop runs through many thousands of events: it asked many times.
+  EXPECT_GT(never.calls.load(), 10);
+  CountingStop third(3);
+  const StopFunction stop = third.Function();
+  ScopedStop scope(&stop);
+  const SimulationResult stopped =
+      SimulateSchedule(trace, hardware, plan, schedule, SimulationOptions());
+  EXPECT_FALSE(stopped.feasible);
+  EXPECT_TRUE(stopped.stopped);
+  EXPECT_EQ(third.calls.load(), 3);
+  EXPECT_LT(stopped.iteration_ns, full.iteration_ns);
 }
 
 TEST(PlannerStopTest, AStopFunctionThatNeverSaysStopChangesNothing) {

@@ -68,6 +68,15 @@ def a100():
                                  transfer_latency_ns=10_000)
 
 
+def skewed_node():
+    """The A100 with 64 GPUs behind one uplink as fast as one link."""
+    hardware = a100()
+    hardware.gpus_per_uplink = 64
+    hardware.uplink_d2h_bytes_per_second = hardware.d2h_bytes_per_second
+    hardware.uplink_h2d_bytes_per_second = hardware.h2d_bytes_per_second
+    return hardware
+
+
 class HardeningTest(unittest.TestCase):
     def stub_on(self, channel):
         from slackswap.v1 import service_pb2_grpc
@@ -88,16 +97,37 @@ class HardeningTest(unittest.TestCase):
     # --- Item 6: a per-call memory bound that holds. ---
 
     def request(self, kind, trace, fraction=0.3):
-        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2
+        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, simulation_pb2
         budget = plan_pb2.Budget(fraction_of_peak=fraction)
         if kind == "plan":
             return "Plan", service_pb2.PlanRequest(trace=trace, hardware=a100(), budget=budget)
-        if kind == "simulate":
+        if kind in ("simulate", "simulate_skewed"):
             plan = plan_pb2.Plan(tensors=[plan_pb2.TensorPlan(decision=plan_pb2.DECISION_KEEP)
                                           for _ in trace.tensors])
-            return "Simulate", service_pb2.SimulateRequest(
+            request = service_pb2.SimulateRequest(
                 trace=trace, hardware=a100(), budget=plan_pb2.Budget(unlimited=True), plan=plan,
                 include_timeline=True)
+            if kind == "simulate_skewed":
+                # 64 ranks skewed by 1 us, each with its timeline and allocator.
+                request.hardware.CopyFrom(skewed_node())
+                request.physics.CopyFrom(simulation_pb2.Physics(
+                    rank_skew_ns=1000, allocator=simulation_pb2.ALLOCATOR_MODEL_CACHING))
+            return "Simulate", request
+        if kind == "plan_skewed_reserved":
+            return "Plan", service_pb2.PlanRequest(
+                trace=trace, hardware=skewed_node(), budget=plan_pb2.Budget(fraction_of_peak=0.5),
+                physics=simulation_pb2.Physics(
+                    rank_skew_ns=1000, allocator=simulation_pb2.ALLOCATOR_MODEL_CACHING,
+                    budget_reserved=True))
+        if kind == "node8":
+            # Eight jobs of the trace on one node: all held at once.
+            hardware = a100()
+            hardware.uplink_d2h_bytes_per_second = hardware.d2h_bytes_per_second
+            hardware.uplink_h2d_bytes_per_second = hardware.h2d_bytes_per_second
+            return "PlanNode", service_pb2.PlanNodeRequest(
+                hardware=hardware,
+                jobs=[service_pb2.NodeJob(trace=trace, budget=plan_pb2.Budget(fraction_of_peak=0.6))
+                      for _ in range(8)])
         return "Compare", service_pb2.CompareRequest(
             trace=trace, hardware=a100(), budgets=[budget],
             policies=[planning_pb2.POLICY_GENETIC_SEARCH], genetic_search_evaluations=100)
@@ -106,30 +136,51 @@ class HardeningTest(unittest.TestCase):
         method, request = self.request(kind, trace)
         return getattr(stub, method)(request, timeout=300)
 
+    def refused_estimate(self, kind, shape, n, limit):
+        """The estimate (MiB) a server with `limit` states when it refuses the
+        call for a trace of n forward ops, and whether it is the whole call's
+        ("about") or the lower bound read from the request's bytes before
+        decoding it ("at least"). For a node, the estimate covers the jobs up to
+        the one named; it is scaled to all eight."""
+        import grpc
+        probe = e2e_test.Server("--max_call_memory_bytes", str(limit))
+        try:
+            with probe.channel() as channel, self.assertRaises(grpc.RpcError) as refused:
+                self.call(self.stub_on(channel), kind, shaped_trace(n, shape))
+        finally:
+            probe.stop()
+        self.assertEqual(refused.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        message = refused.exception.details()
+        m = re.match(r"(?:jobs\[(\d+)\]\.)?trace: .* needs (about|at least) (\d+) MiB", message)
+        self.assertIsNotNone(m, message)
+        jobs = int(m.group(1)) + 1 if m.group(1) is not None else 1
+        scale = 8 / jobs if kind == "node8" else 1
+        return float(m.group(3)) * scale, m.group(2) == "about"
+
     @unittest.skipIf(SANITIZED, "memory figures are meaningless under AddressSanitizer")
     def test_an_accepted_call_stays_within_the_per_call_memory_limit(self):
         """The server estimates a call's memory from its trace before planning.
         For each shape and kind of call, a trace just under the limit by that
         estimate must plan within the limit in fact (peak RSS of a fresh server
-        process), and a trace over it is refused naming the trace."""
-        import grpc
+        process), and a trace over it is refused naming the trace. The kinds
+        include 64 skewed ranks with timelines and the caching allocator, a
+        reserved budget on them, and eight jobs of a node."""
         limit = 32 << 20
         for shape, kind in [("operators", "plan"), ("tensors", "plan"), ("relations", "plan"),
-                            ("operators", "simulate"), ("tensors", "compare")]:
+                            ("operators", "simulate"), ("tensors", "compare"),
+                            ("tensors", "simulate_skewed"), ("tensors", "plan_skewed_reserved"),
+                            ("tensors", "node8")]:
             with self.subTest(shape=shape, kind=kind):
                 # Over the limit: refused before planning, naming the trace, and the
-                # message says what the estimate was.
-                probe = e2e_test.Server("--max_call_memory_bytes", str(limit))
-                try:
-                    probe_n = 150_000
-                    with probe.channel() as channel, self.assertRaises(grpc.RpcError) as refused:
-                        self.call(self.stub_on(channel), kind, shaped_trace(probe_n, shape))
-                finally:
-                    probe.stop()
-                self.assertEqual(refused.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
-                message = refused.exception.details()
-                self.assertTrue(message.startswith("trace: "), message)
-                estimate = float(re.search(r"needs about (\d+) MiB", message).group(1))
+                # message says what the estimate was. A trace far over it is refused
+                # from the request's bytes by a lower bound; one just under that
+                # bound is refused by the whole call's estimate.
+                probe_n = 150_000 // (8 if kind == "node8" else 1)
+                estimate, whole = self.refused_estimate(kind, shape, probe_n, limit)
+                if not whole:
+                    probe_n = int(probe_n * 0.97 * (limit / (1 << 20)) / estimate)
+                    estimate, whole = self.refused_estimate(kind, shape, probe_n, limit)
+                    self.assertTrue(whole, "the whole call's estimate is at least the lower bound")
                 # The estimate grows linearly with n: take 90% of the limit, and
                 # measure it in a fresh process (the refused call raised the peak).
                 n = int(probe_n * 0.9 * (limit / (1 << 20)) / estimate)
@@ -150,6 +201,85 @@ class HardeningTest(unittest.TestCase):
                       file=sys.stderr)
                 self.assertLessEqual(used, limit, f"n={n}: {used >> 20} MiB")
                 self.assertGreater(used, limit // 8, "the trace should use a real share")
+
+    @unittest.skipIf(SANITIZED, "memory figures are meaningless under AddressSanitizer")
+    def test_counts_are_refused_from_the_bytes_before_the_request_is_built(self):
+        """Requests of up to 32 MiB whose repeated fields would build more than
+        a gigabyte of messages are refused from their bytes: the peak grows by
+        about the request's bytes (received, then flattened), not by the
+        messages."""
+        import grpc
+        server = self.server("--max_message_bytes", str(64 << 20),
+                             "--max_call_memory_bytes", str(32 << 20), "--planning_threads", "1")
+        channel = server.channel()
+        self.addCleanup(channel.close)
+        self.stub_on(channel).GenerateTrace(self.generate_request(), timeout=60)  # warm up
+
+        def raw(method, data):
+            return channel.unary_unary(f"/slackswap.v1.PlannerService/{method}")(data, timeout=120)
+
+        def length(n):
+            out = b""
+            while True:
+                out += bytes([(n & 0x7F) | (0x80 if n >= 0x80 else 0)])
+                n >>= 7
+                if not n:
+                    return out
+        ops = b"\x12\x00" * 4_000_000  # a trace of 4M empty operators
+        trace = b"\x12" + length(len(ops)) + ops  # NodeJob.trace
+        cases = [
+            ("PlanNode", b"\x12\x00" * 16_700_000, grpc.StatusCode.INVALID_ARGUMENT, "jobs: "),
+            ("Compare", b"\x1a\x00" * 16_700_000, grpc.StatusCode.INVALID_ARGUMENT, "budgets: "),
+            ("PlanNode", b"\x12\x02\x12\x00" * 8_400_000, grpc.StatusCode.INVALID_ARGUMENT,
+             "jobs: "),
+            ("PlanNode", b"\x12" + length(len(trace)) + trace,
+             grpc.StatusCode.RESOURCE_EXHAUSTED, "jobs[0].trace: "),
+        ]
+        for method, data, code, field in cases:
+            with self.subTest(method=method, field=field, size=len(data)):
+                before = peak_rss_bytes(server.proc.pid)
+                with self.assertRaises(grpc.RpcError) as refused:
+                    raw(method, data)
+                grown = peak_rss_bytes(server.proc.pid) - before
+                self.assertEqual(refused.exception.code(), code, refused.exception.details())
+                self.assertTrue(refused.exception.details().startswith(field),
+                                refused.exception.details())
+                print(f"\n  {method} of {len(data) >> 20} MiB: peak +{grown >> 20} MiB",
+                      file=sys.stderr)
+                self.assertLessEqual(grown, 2 * len(data) + (16 << 20), f"+{grown >> 20} MiB")
+
+    def generate_request(self):
+        from slackswap.v1 import service_pb2
+        return service_pb2.GenerateTraceRequest(workload_preset="llama-7b",
+                                                hardware_preset="a100", layers=2)
+
+    @unittest.skipIf(SANITIZED, "memory figures are meaningless under AddressSanitizer")
+    def test_concurrent_heavy_calls_stay_within_the_replica_bound(self):
+        """16 calls at once, each of 64 skewed ranks with timelines and the
+        caching allocator at 90% of the per-call limit: the process stays within
+        the replica's bound of docs/service.md (requests admitted x message
+        bytes + planning threads x (call memory + 2 x message bytes) + 64 MiB)."""
+        import concurrent.futures
+        limit, message, calls, threads = 32 << 20, 8 << 20, 16, 2
+        probe_n = 2_000
+        estimate, whole = self.refused_estimate("simulate_skewed", "tensors", probe_n, limit)
+        self.assertTrue(whole)
+        n = int(probe_n * 0.9 * (limit / (1 << 20)) / estimate)
+        server = self.server("--max_call_memory_bytes", str(limit),
+                             "--max_message_bytes", str(message),
+                             "--max_concurrent_requests", str(calls),
+                             "--planning_threads", str(threads))
+        stub = self.stub(server)
+        method, request = self.request("simulate_skewed", shaped_trace(n, "tensors"))
+        with concurrent.futures.ThreadPoolExecutor(calls) as pool:
+            for f in [pool.submit(getattr(stub, method), request, timeout=300)
+                      for _ in range(calls)]:
+                f.result()
+        bound = calls * message + threads * (limit + 2 * message) + (64 << 20)
+        peak = peak_rss_bytes(server.proc.pid)
+        print(f"\n  {calls} calls of {n} forward ops on 64 skewed ranks: peak "
+              f"{peak >> 20} MiB, bound {bound >> 20} MiB", file=sys.stderr)
+        self.assertLessEqual(peak, bound)
 
     def test_the_work_a_call_asks_for_is_bounded(self):
         import grpc

@@ -26,7 +26,7 @@ void RunShared(
   // only they can start something.
   std::vector<uint8_t> touched(members.size(), 1);
   std::vector<int64_t> next_of(members.size(), kNever);
-  for (int events = 0;; ++events) {
+  for (int events = kReplayStopPollEvents;; ++events) {
     if (events == kReplayStopPollEvents) {
       events = 0;
       if (StopRequested()) {
@@ -114,6 +114,11 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
   if (hardware.rank_skew_ns == 0) {
     return Replay(trace, hardware, plan, schedule, options, Rates::kLockstep)
         .Run();
+  }
+  if (StopRequested()) {  // before building a replay per rank
+    Replay stopped(trace, hardware, plan, schedule, options, Rates::kShared);
+    stopped.ReportStopped();
+    return stopped.Finish();
   }
   std::vector<Member> members;
   for (int32_t r = 0; r < std::max(hardware.gpus_per_uplink, 1); ++r) {

@@ -588,7 +588,9 @@ void Replay::ReportStopped() {
 }
 
 SimulationResult Replay::Run() {
-  for (int events = 0;; ++events) {
+  // (Polled first at once: a call stopped already ends each replay it
+  // still starts there.)
+  for (int events = kReplayStopPollEvents;; ++events) {
     TryStart();
     if (done()) break;
     if (events == kReplayStopPollEvents) {

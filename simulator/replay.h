@@ -40,8 +40,8 @@ inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 inline constexpr int64_t kWorkScale = int64_t{1} << 16;
 
 // A replay (and a replay of many GPUs together) polls the thread's
-// StopFunction (base/stop.h) once every this many events: a few hundred
-// microseconds of replay between polls.
+// StopFunction (base/stop.h) as it starts and then once every this many
+// events: a few hundred microseconds of replay between polls.
 inline constexpr int kReplayStopPollEvents = 1024;
 
 // The progress rate, in kWorkScale units per ns, of an op with `flops` and

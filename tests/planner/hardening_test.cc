@@ -201,7 +201,7 @@ TEST(LinearProgramStopTest, TheSolvePollsTheThreadsStop) {
 // 64 skewed ranks replay as one loop: it polls the thread's stop inside,
 // every kReplayStopPollEvents events, and ends every rank stopped.
 TEST(ReplayStopTest, SkewedRanksStopInsideOneReplay) {
-  const Trace trace = Shaped("chain", 1000);
+  const Trace trace = Shaped("chain", 300);
   Hardware hardware = SlowLink();
   hardware.gpus_per_uplink = 64;
   hardware.uplink_d2h_bytes_per_second = hardware.d2h_bytes_per_second;

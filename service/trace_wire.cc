@@ -3,97 +3,20 @@
 #include <cstring>
 
 #include "base/utf8.h"
+#include "service/wire_reader.h"
 #include "simulator/trace_limits.h"
 
 namespace slackswap {
 namespace {
 
-enum WireType : uint32_t {
-  kVarint = 0,
-  kFixed64 = 1,
-  kLengthDelimited = 2,
-  kFixed32 = 5
-};
-
-// Reads protobuf wire primitives. Every read returns false on malformed or
-// non-minimal input, which the decoder leaves to protobuf.
-class WireReader {
+// The decoder takes only the canonical form (trace_wire.h).
+class CanonicalReader : public WireReader {
  public:
-  explicit WireReader(absl::string_view bytes)
-      : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
-
-  bool done() const { return p_ == end_; }
-
-  // A varint of at most 10 bytes in its shortest form.
-  bool Varint(uint64_t& value) {
-    if (p_ != end_ && static_cast<uint8_t>(*p_) < 0x80) {  // one byte
-      value = static_cast<uint8_t>(*p_++);
-      return true;
-    }
-    uint64_t result = 0;
-    for (int i = 0; i < 10 && p_ != end_; ++i) {
-      const auto byte = static_cast<uint8_t>(*p_++);
-      result |= uint64_t{byte & 0x7Fu} << (7 * i);
-      if (byte < 0x80) {
-        if (byte == 0 && i > 0) return false;  // padded: not the shortest
-        value = result;
-        return true;
-      }
-    }
-    return false;
-  }
-
-  bool Tag(uint32_t& field, uint32_t& wire_type) {
-    uint64_t tag = 0;
-    if (!Varint(tag) || tag > 0xFFFFFFFFu) return false;
-    field = static_cast<uint32_t>(tag >> 3);
-    wire_type = static_cast<uint32_t>(tag & 7);
-    return field != 0;
-  }
-
-  // The payload of a length-delimited field.
-  bool Bytes(absl::string_view& payload) {
-    uint64_t length = 0;
-    if (!Varint(length) || length > static_cast<uint64_t>(end_ - p_))
-      return false;
-    payload = absl::string_view(p_, static_cast<size_t>(length));
-    p_ += length;
-    return true;
-  }
-
+  explicit CanonicalReader(absl::string_view bytes)
+      : WireReader(bytes, WireForm::kCanonical) {}
   // Any bytes: conversion rejects a name that is not UTF-8 with its field
   // path (protobuf would reject the whole message, and log it).
   bool Name(absl::string_view& name) { return Bytes(name); }
-
-  // Passes over a field's value; groups are not taken.
-  bool Skip(uint32_t wire_type) {
-    uint64_t ignored = 0;
-    absl::string_view payload;
-    switch (wire_type) {
-      case kVarint:
-        return Varint(ignored);
-      case kLengthDelimited:
-        return Bytes(payload);
-      case kFixed64:
-        return Advance(8);
-      case kFixed32:
-        return Advance(4);
-      default:
-        return false;
-    }
-  }
-
-  const char* position() const { return p_; }
-
- private:
-  bool Advance(size_t n) {
-    if (static_cast<size_t>(end_ - p_) < n) return false;
-    p_ += n;
-    return true;
-  }
-
-  const char* p_;
-  const char* end_;
 };
 
 // int32 and enum fields keep the low 32 bits of the varint, as protobuf does.
@@ -116,7 +39,7 @@ static_assert(Op::kMemoryTrafficBytesFieldNumber == kLastField &&
                   Ts::kRecomputeForbiddenFieldNumber == kLastField,
               "the tables cover every integer field of Operator and Tensor");
 bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
-  WireReader in(bytes);
+  CanonicalReader in(bytes);
   uint64_t values[kLastField + 1] = {};
   uint32_t field = 0;
   uint32_t wire_type = 0;
@@ -125,7 +48,7 @@ bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
     if (field == Op::kNameFieldNumber) {
       if (wire_type != kLengthDelimited || !in.Name(op.name_)) return false;
     } else if (field > kLastField) {
-      if (!in.Skip(wire_type)) return false;  // a newer or runtime-only field
+      if (!in.Skip(field, wire_type)) return false;  // a newer or runtime-only
     } else if (wire_type != kVarint || !in.Varint(values[field])) {
       return false;
     }
@@ -146,7 +69,7 @@ bool DecodeOperator(absl::string_view bytes, WireOperator& op) {
 bool DecodePacked(absl::string_view bytes, std::vector<int32_t>& ints,
                   int& begin, int& count) {
   begin = static_cast<int>(ints.size());
-  WireReader in(bytes);
+  CanonicalReader in(bytes);
   uint64_t value = 0;
   while (!in.done()) {
     if (!in.Varint(value)) return false;
@@ -158,7 +81,7 @@ bool DecodePacked(absl::string_view bytes, std::vector<int32_t>& ints,
 
 bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
                   WireTensor& t) {
-  WireReader in(bytes);
+  CanonicalReader in(bytes);
   uint64_t values[kLastField + 1] = {};
   uint32_t field = 0;
   uint32_t wire_type = 0;
@@ -190,7 +113,7 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
         return false;
     } else if (field > kLastField) {
       // producer_output (for runtimes) and newer fields.
-      if (!in.Skip(wire_type)) return false;
+      if (!in.Skip(field, wire_type)) return false;
     } else if (wire_type != kVarint || !in.Varint(values[field])) {
       return false;
     }
@@ -208,7 +131,7 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
 
 bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace) {
   trace = WireTrace();
-  WireReader in(bytes);
+  CanonicalReader in(bytes);
   uint32_t field = 0;
   uint32_t wire_type = 0;
   absl::string_view payload;
@@ -247,7 +170,7 @@ bool SplitField(absl::string_view message, int field,
   field_bytes = absl::string_view();
   rest.clear();
   bool seen = false;
-  WireReader in(message);
+  CanonicalReader in(message);
   while (!in.done()) {
     const char* start = in.position();
     uint32_t number = 0;
@@ -258,7 +181,7 @@ bool SplitField(absl::string_view message, int field,
         return false;
       seen = true;
     } else {
-      if (!in.Skip(wire_type)) return false;
+      if (!in.Skip(number, wire_type)) return false;
       rest.append(start, static_cast<size_t>(in.position() - start));
     }
   }

@@ -20,33 +20,15 @@
 namespace slackswap {
 namespace {
 
-struct RawReply {
-  grpc::Status status;
-  std::string bytes;
-};
-
-// `method` of PlannerService called with `bytes` as the request, as given.
-RawReply CallWithBytes(grpc::GenericStub& stub, const std::string& method,
-                       const std::string& bytes) {
-  grpc::Slice slice(bytes.data(), bytes.size());
-  const grpc::ByteBuffer request(&slice, 1);
-  grpc::ClientContext context;
-  grpc::ByteBuffer reply;
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;
-  RawReply result;
-  stub.UnaryCall(&context, "/slackswap.v1.PlannerService/" + method,
-                 grpc::StubOptions(), &request, &reply,
-                 [&](const grpc::Status& s) {
-                   std::lock_guard<std::mutex> lock(mu);
-                   result.status = s;
-                   done = true;
-                   done_cv.notify_one();
-                 });
-  std::unique_lock<std::mutex> lock(mu);
-  done_cv.wait(lock, [&] { return done; });
-  return result;
+// Field `field` of wire type 2 holding `payload`: its tag (one byte here),
+// its length as a varint, and the bytes.
+std::string LengthDelimited(int field, const std::string& payload) {
+  std::string out(1, static_cast<char>(field << 3 | 2));
+  for (uint64_t n = payload.size();; n >>= 7) {
+    out += static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
+    if (n < 0x80) break;
+  }
+  return out + payload;
 }
 
 std::string FirstField(const grpc::Status& status) {
@@ -206,36 +188,24 @@ TEST_F(NodeHardeningTest, CountsAreRefusedFromTheBytesNamingTheField) {
   reply = CallWithBytes(stub, "Compare", budgets);
   EXPECT_EQ(FirstField(reply.status), "budgets")
       << reply.status.error_message();
-  std::string policies = "\x22";
-  policies += static_cast<char>(17);
-  policies += std::string(17, '\x01');
-  reply = CallWithBytes(stub, "Compare", policies);
+  reply = CallWithBytes(stub, "Compare",
+                        LengthDelimited(4, std::string(17, '\x01')));
   EXPECT_EQ(FirstField(reply.status), "policies")
       << reply.status.error_message();
   // Frontier: 65 fractions, packed doubles (field 3).
-  std::string fractions = "\x1a";
-  fractions += static_cast<char>(65 * 8 & 0x7f | 0x80);
-  fractions += static_cast<char>(65 * 8 >> 7);
-  fractions += std::string(65 * 8, '\0');
-  reply = CallWithBytes(stub, "Frontier", fractions);
+  reply = CallWithBytes(stub, "Frontier",
+                        LengthDelimited(3, std::string(65 * 8, '\0')));
   EXPECT_EQ(FirstField(reply.status), "budget_fractions")
       << reply.status.error_message();
   // A job with a trace of 5 million empty operators (field 2 of the job,
   // then field 2 of the trace): over the trace limit, named from the bytes.
   std::string ops;
   for (int i = 0; i < 5'000'000; ++i) ops += std::string("\x12\x00", 2);
-  std::string trace_field = "\x12";
-  for (uint64_t n = ops.size();; n >>= 7) {
-    trace_field += static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
-    if (n < 0x80) break;
-  }
-  trace_field += ops;
-  std::string job = "\x12";
-  for (uint64_t n = trace_field.size();; n >>= 7) {
-    job += static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
-    if (n < 0x80) break;
-  }
-  job += trace_field;
+  // A request of one job (field 2) whose trace (field 2) holds `ops`.
+  auto one_job = [](const std::string& ops) {
+    return LengthDelimited(2, LengthDelimited(2, ops));
+  };
+  std::string job = one_job(ops);
   reply = CallWithBytes(stub, "PlanNode", job);
   EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
       << reply.status.error_message();
@@ -243,18 +213,7 @@ TEST_F(NodeHardeningTest, CountsAreRefusedFromTheBytesNamingTheField) {
       << reply.status.error_message();
   // Below the trace limit but over the memory limit: the job's trace.
   ops.resize(2 * 100'000);
-  trace_field = "\x12";
-  for (uint64_t n = ops.size();; n >>= 7) {
-    trace_field += static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
-    if (n < 0x80) break;
-  }
-  trace_field += ops;
-  job = "\x12";
-  for (uint64_t n = trace_field.size();; n >>= 7) {
-    job += static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
-    if (n < 0x80) break;
-  }
-  job += trace_field;
+  job = one_job(ops);
   reply = CallWithBytes(stub, "PlanNode", job);
   EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
       << reply.status.error_message();

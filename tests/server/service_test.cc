@@ -382,39 +382,16 @@ TEST_F(ServiceTest, PlanNodePlansJobsTogetherAndNamesBadFields) {
   EXPECT_EQ(first_field(bad), "jobs");
 }
 
-struct RawReply {
+struct PlanReply {
   grpc::Status status;
   v1::PlanResponse response;
 };
 
 // Plan through a generic stub with the request bytes as given.
-RawReply PlanFromBytes(grpc::GenericStub& stub, const std::string& bytes) {
-  grpc::Slice slice(bytes.data(), bytes.size());
-  const grpc::ByteBuffer request(&slice, 1);
-  grpc::ClientContext context;
-  grpc::ByteBuffer reply;
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;
-  grpc::Status status;
-  stub.UnaryCall(&context, "/slackswap.v1.PlannerService/Plan",
-                 grpc::StubOptions(), &request, &reply,
-                 [&](const grpc::Status& s) {
-                   std::lock_guard<std::mutex> lock(mu);
-                   status = s;
-                   done = true;
-                   done_cv.notify_one();
-                 });
-  std::unique_lock<std::mutex> lock(mu);
-  done_cv.wait(lock, [&] { return done; });
-  RawReply result{status, {}};
-  if (!status.ok()) return result;
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(reply.Dump(&slices).ok());
-  std::string flat;
-  for (const grpc::Slice& s : slices)
-    flat.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  EXPECT_TRUE(result.response.ParseFromString(flat));
+PlanReply PlanFromBytes(grpc::GenericStub& stub, const std::string& bytes) {
+  const RawReply raw = CallWithBytes(stub, "Plan", bytes);
+  PlanReply result{raw.status, {}};
+  if (raw.status.ok()) EXPECT_TRUE(result.response.ParseFromString(raw.bytes));
   return result;
 }
 
@@ -452,10 +429,10 @@ TEST_F(ServiceTest, EveryEncodingOfATraceGetsTheSameAnswer) {
   AddUnknownField(*newer.mutable_trace());
   const std::string unknown_field = newer.SerializeAsString();
 
-  const RawReply expected = PlanFromBytes(stub, canonical);
+  const PlanReply expected = PlanFromBytes(stub, canonical);
   ASSERT_TRUE(expected.status.ok()) << Describe(expected.status);
   for (const std::string& bytes : {split, unknown_field}) {
-    const RawReply got = PlanFromBytes(stub, bytes);
+    const PlanReply got = PlanFromBytes(stub, bytes);
     ASSERT_TRUE(got.status.ok()) << Describe(got.status);
     EXPECT_EQ(got.response.report().SerializeAsString(),
               expected.response.report().SerializeAsString());

@@ -92,6 +92,19 @@ class StopTest(unittest.TestCase):
             time.sleep(0.02)
         return None
 
+    @staticmethod
+    def callable(channel, method):
+        return channel.unary_unary(f"/slackswap.v1.PlannerService/{method}",
+                                   request_serializer=lambda r: r.SerializeToString())
+
+    def start(self, server, channel, method, request, name):
+        """The call started, and half a second into its planning."""
+        future = self.callable(channel, method).future(request, timeout=300)
+        self.wait_busy(server)
+        time.sleep(0.5)
+        self.assertFalse(future.done(), f"{name} finished in half a second")
+        return future
+
     def wait_busy(self, server):
         end = time.monotonic() + 60
         while self.inflight(server) < 1:
@@ -104,13 +117,9 @@ class StopTest(unittest.TestCase):
         with server.channel() as channel:
             for name, method, request in self.shapes:
                 with self.subTest(shape=name):
-                    call = channel.unary_unary(
-                        f"/slackswap.v1.PlannerService/{method}",
-                        request_serializer=lambda r: r.SerializeToString())
-                    data = request
                     start = time.monotonic()
                     with self.assertRaises(grpc.RpcError) as failed:
-                        call(data, timeout=1)
+                        self.callable(channel, method)(request, timeout=1)
                     self.assertEqual(failed.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
                     deadline = start + 1
                     idle = self.idle_by(server, deadline + 30)
@@ -124,13 +133,7 @@ class StopTest(unittest.TestCase):
         with server.channel() as channel:
             for name, method, request in self.shapes:
                 with self.subTest(shape=name):
-                    call = channel.unary_unary(
-                        f"/slackswap.v1.PlannerService/{method}",
-                        request_serializer=lambda r: r.SerializeToString())
-                    future = call.future(request, timeout=300)
-                    self.wait_busy(server)
-                    time.sleep(0.5)  # into the planning
-                    self.assertFalse(future.done(), f"{name} finished in half a second")
+                    future = self.start(server, channel, method, request, name)
                     cancelled = time.monotonic()
                     future.cancel()
                     idle = self.idle_by(server, cancelled + 30)
@@ -144,12 +147,7 @@ class StopTest(unittest.TestCase):
             with self.subTest(shape=name):
                 server = self.server("--grace", "2s", "--planning_threads", "1")
                 channel = server.channel()
-                call = channel.unary_unary(f"/slackswap.v1.PlannerService/{method}",
-                                           request_serializer=lambda r: r.SerializeToString())
-                future = call.future(request, timeout=300)
-                self.wait_busy(server)
-                time.sleep(0.5)
-                self.assertFalse(future.done(), f"{name} finished in half a second")
+                self.start(server, channel, method, request, name)
                 signalled = time.monotonic()
                 server.proc.send_signal(signal.SIGTERM)
                 server.proc.wait(timeout=60)

@@ -3,8 +3,13 @@
 #ifndef SLACKSWAP_TESTS_SERVER_TEST_SERVER_H_
 #define SLACKSWAP_TESTS_SERVER_TEST_SERVER_H_
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "server/server.h"
 #include "slackswap/v1/service.grpc.pb.h"
@@ -48,6 +53,42 @@ inline v1::PlanRequest SmallPlanRequest(v1::PlannerService::Stub& stub,
   *request.mutable_hardware() = generated.hardware();
   request.mutable_budget()->set_fraction_of_peak(fraction);
   return request;
+}
+
+struct RawReply {
+  grpc::Status status;
+  std::string bytes;  // the response's, when OK
+};
+
+// `method` of PlannerService ("Plan") called through a generic stub with
+// `bytes` as the request, as given.
+inline RawReply CallWithBytes(grpc::GenericStub& stub,
+                              const std::string& method,
+                              const std::string& bytes) {
+  grpc::Slice slice(bytes.data(), bytes.size());
+  const grpc::ByteBuffer request(&slice, 1);
+  grpc::ClientContext context;
+  grpc::ByteBuffer reply;
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  RawReply result;
+  stub.UnaryCall(&context, "/slackswap.v1.PlannerService/" + method,
+                 grpc::StubOptions(), &request, &reply,
+                 [&](const grpc::Status& s) {
+                   std::lock_guard<std::mutex> lock(mu);
+                   result.status = s;
+                   done = true;
+                   done_cv.notify_one();
+                 });
+  std::unique_lock<std::mutex> lock(mu);
+  done_cv.wait(lock, [&] { return done; });
+  if (!result.status.ok()) return result;
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(reply.Dump(&slices).ok());
+  for (const grpc::Slice& s : slices)
+    result.bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return result;
 }
 
 }  // namespace slackswap

@@ -1,5 +1,11 @@
 #include "base/build_info.h"
 
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/flags/internal/parse.h"
+#include "absl/flags/internal/usage.h"
+#include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -33,6 +39,19 @@ void ConfigureFlagsUsage(const std::string& program,
                         BuildRevision(), ")\n");
   };
   absl::SetFlagsUsageConfig(usage);
+}
+
+std::vector<char*> ParseFlags(int argc, char** argv) {
+  std::vector<char*> positional = absl::flags_internal::ParseCommandLineImpl(
+      argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
+      absl::flags_internal::UsageFlagsAction::kIgnoreUsage,
+      absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
+  if (absl::flags_internal::HandleUsageFlags(
+          std::cout, absl::ProgramUsageMessage()) >= 0) {
+    std::cout.flush();
+    std::exit(0);
+  }
+  return positional;
 }
 
 }  // namespace slackswap

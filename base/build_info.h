@@ -6,6 +6,7 @@
 #define SLACKSWAP_BASE_BUILD_INFO_H_
 
 #include <string>
+#include <vector>
 
 namespace slackswap {
 
@@ -19,6 +20,11 @@ const char* BuildRevision();
 // files under `folder` (e.g. "server/"), named from that folder on rather
 // than by the build machine's path.
 void ConfigureFlagsUsage(const std::string& program, const std::string& folder);
+
+// absl::ParseCommandLine, except that a usage flag (--help, --helpfull,
+// --version, ...) prints its text on standard output and exits 0, as a
+// request that succeeded (Abseil's exits 1 for the help flags).
+std::vector<char*> ParseFlags(int argc, char** argv);
 
 }  // namespace slackswap
 

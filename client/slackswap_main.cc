@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   // --version names the build, as slackswap-server's does; --helpfull lists
   // the flags with their defaults.
   slackswap::ConfigureFlagsUsage("slackswap", "client/");
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::vector<char*> positional = slackswap::ParseFlags(argc, argv);
   slackswap::KeepFreedMemoryForReuse();
   if (positional.size() != 2) {
     std::cerr << slackswap::kUsage << "\n";

@@ -1,8 +1,11 @@
 // File: judge.h
 //
 // Judging a finished plan: replay it in the event model under the budget and
-// attach the lower bound. Every policy returns its plan through Judge, so all
-// of them are measured by the same physics with no policy-specific factors.
+// attach the lower bound. The baselines return their plans through Judge;
+// SlackSwap (slackswap.h) and the exact optimum (optimum.h) keep the replay
+// their own search made, which is the same event model's replay of the same
+// plan. So every policy is measured by the same physics with no
+// policy-specific factors.
 #ifndef SLACKSWAP_PLANNER_JUDGE_H_
 #define SLACKSWAP_PLANNER_JUDGE_H_
 

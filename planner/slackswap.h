@@ -33,10 +33,14 @@
 
 namespace slackswap {
 
-// The most replays PlanSlackSwap makes for `trace`: its repair rounds, the
-// final replay and the improvement step's (at most three starts of
-// PolishReplays each). For callers that bound a call's work.
+// The replays the improvement step (polish.h) may make from each of its
+// starts on `trace`.
 int64_t PolishReplays(const Trace& trace, const PlannerOptions& options);
+
+// The most replays PlanSlackSwap makes for `trace`: its repair rounds, the
+// final replay, the improvement step's (at most three starts of
+// PolishReplays each) and the anytime search's. For callers that bound a
+// call's work.
 int64_t MaxSlackSwapReplays(const Trace& trace, const PlannerOptions& options);
 
 // INVALID_ARGUMENT only for a trace and hardware whose times would overflow

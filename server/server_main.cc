@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   // --help lists this binary's flags (Abseil's default lists those of files
   // named like the binary, which here is none); --version names the build.
   slackswap::ConfigureFlagsUsage("slackswap-server", "server/");
-  absl::ParseCommandLine(argc, argv);
+  slackswap::ParseFlags(argc, argv);
   slackswap::KeepFreedMemoryForReuse();
   google::protobuf::SetLogHandler(LogProtobuf);
 

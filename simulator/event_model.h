@@ -8,9 +8,9 @@
 //
 // Example:
 //   SimulationOptions options;
-//   options.budget_bytes = ResolveBudget(trace, budget);
-//   absl::StatusOr<SimulationResult> result = Simulate(trace, hardware, plan,
-//   options);
+//   options.budget_bytes = AllKeepPeakBytes(trace) / 2;
+//   absl::StatusOr<SimulationResult> result =
+//       Simulate(trace, hardware, plan, options);
 //
 // Simulate is a pure function of its arguments: the same inputs give the same
 // result, bit for bit. It is thread-compatible (no shared state). Cost is

@@ -239,6 +239,7 @@ class ManifestsTest(unittest.TestCase):
             for target in panel.get("targets", []):
                 expr = target["expr"]
                 self.assertIn('namespace=~"$namespace"', expr, panel["title"])
+                self.assertIn('job=~"$job"', expr, panel["title"])
                 self.assertGreaterEqual(
                     expr.count('grpc_service="slackswap.v1.PlannerService"'),
                     expr.count("grpc_server_"), panel["title"])

@@ -439,13 +439,20 @@ class ServerTest(unittest.TestCase):
                          [response.metrics.budget_bytes] * 2)
 
     def test_help_lists_the_flags_and_version_names_the_build(self):
-        helped = subprocess.run([ARGS.server, "--help"], capture_output=True, text=True,
-                                timeout=30)
-        self.assertEqual(helped.returncode, 1, helped.stderr)  # Abseil's --help exit
-        text = helped.stdout + helped.stderr
-        for flag in ("--listen", "--metrics", "--max_concurrent_requests", "--tls_cert",
-                     "--grace", "--max_call_work"):
-            self.assertIn(flag, text)
+        # A successful --help exits 0 with the flags on standard output, on both
+        # binaries; an unknown flag still fails.
+        for binary, flags in ((ARGS.server, ("--listen", "--metrics", "--max_concurrent_requests",
+                                             "--tls_cert", "--grace", "--max_call_work")),
+                              (ARGS.cli, ("--budget", "--search_ms", "--uplink_gbps"))):
+            helped = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                                    timeout=30)
+            self.assertEqual(helped.returncode, 0, helped.stderr)
+            for flag in flags:
+                self.assertIn(flag, helped.stdout)
+            wrong = subprocess.run([binary, "--no_such_flag"], capture_output=True, text=True,
+                                   timeout=30)
+            self.assertNotEqual(wrong.returncode, 0)
+            self.assertIn("no_such_flag", wrong.stderr)
         versioned = subprocess.run([ARGS.server, "--version"], capture_output=True, text=True,
                                    timeout=30)
         self.assertEqual(versioned.returncode, 0, versioned.stderr)

@@ -486,6 +486,44 @@ class RuntimeBehaviourTest(unittest.TestCase):
         self.assertLessEqual(runtime.peak_bytes, budget)
         assert_nothing_left(self, runtime)
 
+    def test_a_report_without_a_plan_is_refused_with_its_outcome(self):
+        # An infeasible (or not planned) report would run the step over its
+        # budget: refused, saying why, the floor and the budget that plans.
+        from slackswap.v1 import planning_pb2
+        from slackswap_client import PlanError, Runtime
+        for outcome in (planning_pb2.PLAN_OUTCOME_INFEASIBLE,
+                        planning_pb2.PLAN_OUTCOME_NO_PLAN_FOUND):
+            report = planning_pb2.PlanningReport()
+            report.CopyFrom(self.report)
+            report.outcome = outcome
+            report.reason = "op 3 must hold more than the budget"
+            report.proven_floor_bytes = 12345
+            report.smallest_planned_budget_bytes = 23456
+            with self.assertRaises(PlanError) as refused:
+                Runtime(self.trace, report)
+            message = str(refused.exception)
+            self.assertIn(planning_pb2.PlanOutcome.Name(outcome), message)
+            self.assertIn("op 3 must hold more than the budget", message)
+            self.assertIn("12345", message)
+            self.assertIn("23456", message)
+        # The report of a plan runs.
+        Runtime(self.trace, self.report)
+
+    def test_backward_outside_the_block_is_named_and_the_runtime_recovers(self):
+        # The whole step, backward included, belongs inside the block: a
+        # backward after it fails saying so, and the next step runs exactly.
+        from slackswap_client import MismatchError, Runtime
+        runtime = Runtime(self.trace, self.report)
+        with self.assertRaisesRegex(MismatchError, "backward included"):
+            with runtime:
+                loss = self.step.loss_fn(self.step.model(self.step.x))
+        # (Autograd re-raises what a saved-tensor hook raises as a RuntimeError
+        # with the same message.)
+        with self.assertRaisesRegex(RuntimeError, "MismatchError: .*inside the `with` block"):
+            loss.backward()
+        assert_nothing_left(self, runtime)
+        assert_bitwise(self, self.step(), self.step(runtime), "after a backward outside")
+
     def test_a_plan_without_its_schedule_is_refused(self):
         from slackswap.v1 import plan_pb2
         from slackswap_client import Runtime

@@ -13,10 +13,10 @@ ask a slackswap-server for a plan, and apply it in training.
 """
 from .profiler import profile, ProfileError
 from .client import Client, PlanningError
-from .runtime import BudgetError, MismatchError, Runtime
+from .runtime import BudgetError, MismatchError, PlanError, Runtime
 from .hardware import HARDWARE_PRESETS, hardware_proto
 from .timeline import chrome_trace_json
 
 __all__ = ["profile", "ProfileError", "Client", "PlanningError", "Runtime", "MismatchError",
-           "BudgetError",
+           "BudgetError", "PlanError",
            "HARDWARE_PRESETS", "hardware_proto", "chrome_trace_json"]

@@ -71,6 +71,11 @@ class MismatchError(RuntimeError):
     """The step differs from the profiled trace."""
 
 
+class PlanError(ValueError):
+    """The report holds no plan to run (its outcome is not PLANNED): running
+    its fallback plan would take more memory than the budget."""
+
+
 class BudgetError(RuntimeError):
     """A step cannot start within the budget and nothing pending frees memory.
     The event model proves this unreachable for a plan the service returned
@@ -244,10 +249,11 @@ class _TickEvent:
 
 class _Handle:
     """What autograd keeps for a swapped or recomputed tensor: which trace
-    tensor, and the view."""
-    __slots__ = ("tid", "sid", "size", "stride", "offset", "dtype")
+    tensor, the view, and the step (of its runtime) that saved it."""
+    __slots__ = ("tid", "sid", "size", "stride", "offset", "dtype", "step")
 
-    def __init__(self, tid, t, sid=None):
+    def __init__(self, tid, t, step, sid=None):
+        self.step = step
         self.tid = tid
         self.sid = sid
         self.size = tuple(t.shape)
@@ -272,6 +278,23 @@ class _Mode(TorchDispatchMode):
         return rt._dispatch(func, name, args, kwargs)
 
 
+def _check_planned(report):
+    """PlanError unless the report's outcome is PLANNED (or unset, from a
+    server older than outcomes)."""
+    from slackswap.v1 import planning_pb2
+    if report.outcome in (planning_pb2.PLAN_OUTCOME_UNSPECIFIED,
+                          planning_pb2.PLAN_OUTCOME_PLANNED):
+        return
+    message = (f"the report's outcome is {planning_pb2.PlanOutcome.Name(report.outcome)}: "
+               f"{report.reason or 'no plan'}; no plan of it fits the budget of "
+               f"{report.metrics.budget_bytes} bytes. The proven floor is "
+               f"{report.proven_floor_bytes} bytes")
+    if report.smallest_planned_budget_bytes > 0:
+        message += (f", and SlackSwap plans from {report.smallest_planned_budget_bytes} bytes: "
+                    f"plan again with at least that budget")
+    raise PlanError(message)
+
+
 class Runtime:
     """Context manager that runs one training step under a plan.
 
@@ -293,6 +316,7 @@ class Runtime:
         if hasattr(plan, "report"):  # a PlanResponse
             plan = plan.report
         if hasattr(plan, "plan") and hasattr(plan, "metrics"):  # a PlanningReport
+            _check_planned(plan)
             if budget_bytes is None:
                 budget_bytes = plan.metrics.budget_bytes
             plan = plan.plan
@@ -309,6 +333,7 @@ class Runtime:
         self.ledger = []
         self.peak_bytes = 0
         self.packs = 0  # saved tensors seen, over every step
+        self._steps = 0  # steps entered
 
     # ----- entering and leaving -----
 
@@ -316,6 +341,7 @@ class Runtime:
         if self._active:
             raise RuntimeError("this Runtime is already running a step")
         self._reset()
+        self._steps += 1
         self._active = True
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._mode = _Mode(self)
@@ -342,7 +368,8 @@ class Runtime:
                 raise MismatchError(
                     f"the step ended after {self._next_op} of the trace's {self.s.n_ops} "
                     f"operators (next expected: op {self._next_op} "
-                    f"{self.s.names[self._next_op]})")
+                    f"{self.s.names[self._next_op]}): the whole step, backward included, "
+                    f"belongs inside the `with` block")
             self._release_all()
         return False
 
@@ -551,18 +578,23 @@ class Runtime:
                 # Saved before its producer (the last writer in forward) ran,
                 # as an LSTM saves its gates chunk by chunk: the trace tensor
                 # it becomes is bound at the producer, resolved at unpack.
-                return _Handle(None, t, sid)
+                return _Handle(None, t, self._steps, sid)
             return t
         if self.s.decision[tid] == "keep":
             return t
         base = self._held.get(tid)
         if base is None or base.dtype != t.dtype:  # a view as another dtype: kept
             return t
-        return _Handle(tid, t)
+        return _Handle(tid, t, self._steps)
 
     def _unpack(self, h):
         if not isinstance(h, _Handle):
             return h
+        if not self._active or h.step != self._steps:
+            # Its step ended: what the plan moved is gone with it.
+            raise MismatchError(
+                "a tensor saved by a step that has ended was read: the whole step, backward "
+                "included, must run inside the `with` block of its Runtime")
         if h.tid is None:
             h.tid = self._sid_tid.get(h.sid)
             if h.tid is None:

@@ -5,7 +5,10 @@
 # (decisions, predicted metrics, lower bound and gap, planning time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh >/dev/null
+# The build's progress, one line per step (the first build takes minutes on
+# two cores): shown, not hidden.
+echo "== Building (scripts/build.sh; the first build takes a while)"
+bash scripts/build.sh
 cli=build/client/slackswap
 echo "== GPT-2 XL on an A100: the trace"
 "$cli" generate --preset gpt2-xl --hardware a100

@@ -9,6 +9,10 @@ namespace slackswap {
 
 std::string Gigabytes(int64_t bytes) {
   if (bytes == kUnlimitedBytes) return "unlimited";
+  // Below 0.01 GB (which would print as 0.00 GB): MB, then bytes.
+  if (bytes < 10'000 && bytes > -10'000) return absl::StrCat(bytes, " B");
+  if (bytes < 10'000'000 && bytes > -10'000'000)
+    return absl::StrFormat("%.2f MB", static_cast<double>(bytes) / 1e6);
   return absl::StrFormat("%.2f GB", static_cast<double>(bytes) / 1e9);
 }
 

@@ -12,7 +12,9 @@
 
 namespace slackswap {
 
-// "12.34 GB" ("unlimited" for kUnlimitedBytes); "1.23 ms".
+// "12.34 GB" ("unlimited" for kUnlimitedBytes); below 0.01 GB "1.23 MB",
+// and below 10 KB "123 B", so that a small budget never reads 0.00 GB;
+// "1.23 ms".
 std::string Gigabytes(int64_t bytes);
 std::string Millis(int64_t ns);
 

@@ -5,6 +5,7 @@
 
 #include "absl/flags/flag.h"
 #include "client/cli_flags.h"
+#include "client/text_format.h"
 #include "gtest/gtest.h"
 #include "service/service_core.h"
 #include "service/wire_convert.h"
@@ -59,6 +60,16 @@ TEST(HardwareFromFlagsTest, AnUplinkThatIsNotARateNamesTheFlag) {
   ASSERT_TRUE(hardware.ok()) << hardware.status();
   EXPECT_EQ(hardware->uplink_d2h_bytes_per_second(), 9'200'000'000'000'000'000);
   absl::SetFlag(&FLAGS_uplink_gbps, 0);
+}
+
+TEST(TextFormatTest, SmallByteCountsKeepTheirDigits) {
+  EXPECT_EQ(Gigabytes(1'970'000'000), "1.97 GB");
+  EXPECT_EQ(Gigabytes(10'000'000), "0.01 GB");
+  EXPECT_EQ(Gigabytes(9'999'999), "10.00 MB");
+  EXPECT_EQ(Gigabytes(16'384), "0.02 MB");
+  EXPECT_EQ(Gigabytes(9'999), "9999 B");
+  EXPECT_EQ(Gigabytes(0), "0 B");
+  EXPECT_EQ(Gigabytes(kUnlimitedBytes), "unlimited");
 }
 
 TEST(PrecisionTest, NamesAndWireValuesMapBothWays) {

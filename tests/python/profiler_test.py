@@ -44,6 +44,21 @@ def bytes_per_block(trace):
 
 
 class ProfilerTest(unittest.TestCase):
+    def test_one_tensor_is_the_models_one_argument(self):
+        # profile(model, x, loss_fn) is profile(model, (x,), loss_fn); anything
+        # but a tuple, a list or a tensor is refused naming `inputs`.
+        from slackswap_client import profile
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        x = torch.randn(4, 8)
+        loss_fn = lambda out: out.sum()  # noqa: E731
+        a = profile(model, x, loss_fn)
+        b = profile(model, (x,), loss_fn)
+        self.assertEqual([op.name for op in a.operators], [op.name for op in b.operators])
+        self.assertEqual(len(a.tensors), len(b.tensors))
+        with self.assertRaisesRegex(TypeError, "^inputs: "):
+            profile(model, {"x": x}, loss_fn)
+
     def test_trace_is_valid_for_the_planner(self):
         trace, _, _ = profiled_gpt()
         with tempfile.NamedTemporaryFile(suffix=".pb") as f:

@@ -524,6 +524,18 @@ class RuntimeBehaviourTest(unittest.TestCase):
         assert_nothing_left(self, runtime)
         assert_bitwise(self, self.step(), self.step(runtime), "after a backward outside")
 
+    def test_a_step_in_the_other_mode_is_named_as_a_mode_change(self):
+        # Profiled in training mode (dropout), run in evaluation mode: the
+        # mismatch says so.
+        from slackswap_client import MismatchError, Runtime
+        self.step.model.eval()
+        try:
+            with self.assertRaisesRegex(MismatchError, r"model\.train\(\)"):
+                self.step(Runtime(self.trace, self.report))
+        finally:
+            self.step.model.train()
+        assert_nothing_left(self, Runtime(self.trace, self.report))
+
     def test_a_plan_without_its_schedule_is_refused(self):
         from slackswap.v1 import plan_pb2
         from slackswap_client import Runtime

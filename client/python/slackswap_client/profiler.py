@@ -338,14 +338,24 @@ class _NoCheckpoint:
 
 def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=None, blocks=None):
     """Runs one training step (forward, loss, backward) of `model` on `inputs`
-    (a tuple of positional arguments) and returns it as a slackswap.v1.Trace.
+    (a tuple of positional arguments, or one tensor) and returns it as a
+    slackswap.v1.Trace. It is a real step: batch-norm running statistics and
+    the random-number generators advance as in any step (save and restore
+    them around it if that matters), and gradients are left in the
+    parameters.
 
     loss_fn(output) -> scalar tensor. timing: "measured" (wall clock on the
     device the step runs on) or "modelled" (from FLOPs and bytes for the
     `hardware` preset, case-insensitive). blocks: the modules that are the
-    trace's blocks (default: the repeated layers). Gradients are left in the
-    parameters, as after any backward pass.
+    trace's blocks (default: the repeated layers).
     """
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)  # one tensor: the model's one argument
+    elif isinstance(inputs, list):
+        inputs = tuple(inputs)
+    elif not isinstance(inputs, tuple):
+        raise TypeError(f"inputs: a tuple of the model's positional arguments (or one tensor), "
+                        f"not {type(inputs).__name__}")
     if timing not in ("measured", "modelled"):
         raise ValueError("timing must be 'measured' or 'modelled'")
     if timing == "modelled":

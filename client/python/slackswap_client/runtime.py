@@ -278,6 +278,23 @@ class _Mode(TorchDispatchMode):
         return rt._dispatch(func, name, args, kwargs)
 
 
+# Operators that appear or vanish when a model switches between training and
+# evaluation mode (dropout, batch norm's statistics).
+_MODE_OPS = ("dropout", "bernoulli", "batch_norm", "native_batch_norm")
+
+
+def _mode_hint(names, k, ran):
+    """A hint for a mismatch at op k that looks like a mode change: the step
+    ran a dropout or batch-norm op, or the trace has one at k or just after
+    (a dropout's mask comes from empty_like and bernoulli_ before it)."""
+    def moded(name):
+        return any(m in name for m in _MODE_OPS)
+    if moded(ran) or any(moded(n) for n in names[k:k + 4]):
+        return (" (dropout and batch-norm ops differ: was the model profiled in one mode and "
+                "run in the other? call model.train() before both, or model.eval() before both)")
+    return ""
+
+
 def _check_planned(report):
     """PlanError unless the report's outcome is PLANNED (or unset, from a
     server older than outcomes)."""
@@ -490,7 +507,8 @@ class Runtime:
         if k >= s.num_forward and self.flow.accumulates(func, args, kwargs):
             return func(*args, **kwargs)  # into an existing .grad: not counted
         if not self._degraded and name != s.names[k]:
-            self._mismatch(f"op {k}: the trace has {s.names[k]}, the step ran {name}")
+            self._mismatch(f"op {k}: the trace has {s.names[k]}, the step ran {name}"
+                           + _mode_hint(s.names, k, name))
         if self._degraded:
             out = func(*args, **kwargs)
             self._next_op += 1

@@ -34,6 +34,10 @@ ABSL_FLAG(std::string, plan, "",
 ABSL_FLAG(std::string, plan_out, "",
           "simulate, plan: write the plan, with its schedule (.json: JSON, "
           "else binary)");
+ABSL_FLAG(std::string, report_out, "",
+          "plan: write the whole report: the plan with its schedule, its "
+          "outcome, and the metrics with the budget it was made for (.json: "
+          "JSON, else binary); the Python Runtime takes it as it is");
 ABSL_FLAG(bool, barriers, false,
           "simulate, plan: vDNN-style per-layer barriers");
 ABSL_FLAG(bool, json, false, "print the result as JSON");

@@ -25,6 +25,7 @@ ABSL_DECLARE_FLAG(std::string, budget);
 ABSL_DECLARE_FLAG(std::string, policy);
 ABSL_DECLARE_FLAG(std::string, plan);
 ABSL_DECLARE_FLAG(std::string, plan_out);
+ABSL_DECLARE_FLAG(std::string, report_out);
 ABSL_DECLARE_FLAG(bool, barriers);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(std::string, allocator);

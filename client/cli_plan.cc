@@ -46,6 +46,11 @@ int PlanCommand(Backend& backend) {
         WriteMessageFile(path, report.plan(), FormatForPath(path));
     if (!written.ok()) return ExitFor(written, kFailureExit);
   }
+  if (!absl::GetFlag(FLAGS_report_out).empty()) {
+    const std::string path = absl::GetFlag(FLAGS_report_out);
+    absl::Status written = WriteMessageFile(path, report, FormatForPath(path));
+    if (!written.ok()) return ExitFor(written, kFailureExit);
+  }
   if (absl::GetFlag(FLAGS_json)) {
     // The report is deterministic; the planning time is not, so it stays out.
     v1::PlanningReport printed = report;

@@ -39,6 +39,7 @@ Usage:
   slackswap plan [--trace FILE | --preset P ...] [--hardware H] [--budget B]
                  [--guard G] [--ranking cost|production] [--link_budget_pass=false]
                  [--barriers] [--planner POLICY] [--lp_bound] [--json] [--plan_out FILE]
+                 [--report_out FILE]
       Plan (with SlackSwap unless --planner names another policy): decisions,
       predicted metrics, lower bound, planning time.
   slackswap optimum [--trace FILE | --preset P ...] [--hardware H] [--budget B]

@@ -82,8 +82,15 @@ check "infeasible says why" grep -q "INFEASIBLE: op" "$work/out"
 # plan: a deterministic report, and a plan file that simulate replays to the
 # same metrics.
 "$cli" plan --trace "$work/t.pb" --budget 0.5 --json --plan_out "$work/sp.json" >"$work/r1.json"
-"$cli" plan --trace "$work/t.pb" --budget 0.5 --json >"$work/r2.json"
+"$cli" plan --trace "$work/t.pb" --budget 0.5 --json --report_out "$work/report.json" \
+  >"$work/r2.json"
 check "plan report is deterministic" cmp -s "$work/r1.json" "$work/r2.json"
+# The report file carries the plan, its outcome and the budget it was made
+# for: what the Python Runtime needs, and nothing else.
+check "report file carries the budget" test "$(json_get "$work/report.json" \
+  "d['metrics']['budget_bytes']")" = "$(json_get "$work/r1.json" "d['metrics']['budget_bytes']")"
+check "report file carries the plan and outcome" test "$(json_get "$work/report.json" \
+  "(d['outcome'], len(d['plan']['tensors']) > 0)")" = "('PLAN_OUTCOME_PLANNED', True)"
 check "plan outcome" test "$(json_get "$work/r1.json" "d['outcome']")" = PLAN_OUTCOME_PLANNED
 check "plan has a lower bound" test "$(json_get "$work/r1.json" "int(d['lower_bound_ns']) > 0")" = True
 "$cli" simulate --trace "$work/t.pb" --plan "$work/sp.json" --budget 0.5 --json >"$work/m3.json"

@@ -547,6 +547,18 @@ class RuntimeBehaviourTest(unittest.TestCase):
             Runtime(self.trace, self.report.plan)
 
 
+class TrainingExampleTest(unittest.TestCase):
+    def test_the_training_example_runs_and_matches_the_plain_loop(self):
+        # examples/train_gpt.py: profile, plan, and five Adam steps under the
+        # plan, bitwise equal to the loop without it, within the budget.
+        script = os.path.join(ARGS.repo, "client", "python", "examples", "train_gpt.py")
+        done = subprocess.run(["/usr/bin/python3", script, "--server", SERVER],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("bitwise equal to the plain loop: True", done.stdout)
+        self.assertRegex(done.stdout, r"'swap': \d+|'recompute': \d+")
+
+
 class MeasurementScriptTest(unittest.TestCase):
     def test_the_cuda_measurement_script_runs_on_cpu(self):
         # The script that fills docs/measurements.md on a CUDA machine, with a

@@ -524,6 +524,43 @@ class RuntimeBehaviourTest(unittest.TestCase):
         assert_nothing_left(self, runtime)
         assert_bitwise(self, self.step(), self.step(runtime), "after a backward outside")
 
+    def test_the_habits_of_a_training_loop_run_inside_the_block(self):
+        # Gradients zeroed in place inside the block, the loss read and
+        # checked before backward: not the profiled step's ops, let through,
+        # and the step stays bitwise the plain one.
+        from slackswap_client import Runtime
+        model = self.step.model
+
+        def step(runtime):
+            model.load_state_dict(self.step.state)
+            for p in model.parameters():
+                p.grad = torch.zeros_like(p)
+            torch.manual_seed(1)
+            losses = []
+
+            def body():
+                for p in model.parameters():
+                    p.grad.zero_()
+                loss = self.step.loss_fn(model(self.step.x))
+                losses.append(loss.item())
+                if not bool(torch.isfinite(loss).all()):
+                    raise FloatingPointError
+                loss.backward()
+                return loss
+            if runtime is None:
+                loss = body()
+            else:
+                with runtime:
+                    loss = body()
+            return loss.detach(), [p.grad.clone() for p in model.parameters()], losses
+
+        expected = step(None)
+        got = step(Runtime(self.trace, self.report))
+        self.assertTrue(torch.equal(expected[0], got[0]))
+        for a, b in zip(expected[1], got[1]):
+            self.assertTrue(torch.equal(a, b))
+        self.assertEqual(expected[2], got[2])
+
     def test_a_step_in_the_other_mode_is_named_as_a_mode_change(self):
         # Profiled in training mode (dropout), run in evaluation mode: the
         # mismatch says so.

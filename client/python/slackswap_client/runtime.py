@@ -278,6 +278,14 @@ class _Mode(TorchDispatchMode):
         return rt._dispatch(func, name, args, kwargs)
 
 
+# Operators a training loop runs beside the step, which the runtime lets
+# through uncounted where the trace does not have them (Runtime._aside):
+# reading a value (loss.item()), and zeroing tensors the step did not make
+# (gradients zeroed in place).
+# (Names as op_name gives them: in-place ops without their underscore.)
+_LOOKING_OPS = frozenset(("_local_scalar_dense",))
+_ZEROING_OPS = frozenset(("zero", "zeros", "zeros_like", "fill"))
+
 # Operators that appear or vanish when a model switches between training and
 # evaluation mode (dropout, batch norm's statistics).
 _MODE_OPS = ("dropout", "bernoulli", "batch_norm", "native_batch_norm")
@@ -507,6 +515,8 @@ class Runtime:
         if k >= s.num_forward and self.flow.accumulates(func, args, kwargs):
             return func(*args, **kwargs)  # into an existing .grad: not counted
         if not self._degraded and name != s.names[k]:
+            if self._aside(name, args, kwargs):
+                return func(*args, **kwargs)  # not the step's: not counted
             self._mismatch(f"op {k}: the trace has {s.names[k]}, the step ran {name}"
                            + _mode_hint(s.names, k, name))
         if self._degraded:
@@ -533,6 +543,24 @@ class Runtime:
         if not self._degraded:
             self._after_op(k)
         return out
+
+    def _aside(self, name, args, kwargs):
+        """An op outside the profiled step that a training loop runs inside
+        the block, let through uncounted: one that only reads a value
+        (loss.item()); one that zeroes tensors the step did not make
+        (zero_grad with set_to_none=False); and, between the forward pass and
+        backward, any op that reads no saved tensor of the trace (an isfinite
+        check of the loss, logging). None of them produces or changes what
+        the plan moves."""
+        if name in _LOOKING_OPS:
+            return True
+        flat, _ = tree_flatten((args, kwargs))
+        tensors = [t for t in flat if isinstance(t, torch.Tensor) and t.storage().nbytes() > 0]
+        if name in _ZEROING_OPS:
+            return not any(storage_key(t) in self.flow.key_to_sid for t in tensors)
+        if self._next_op == self.s.num_forward:
+            return not any(storage_key(t) in self._key_tid for t in tensors)
+        return False
 
     def flow_key(self, sid, rec, out):
         outs = tree_flatten(out)[0]

@@ -6,7 +6,6 @@ to 0), and the process exits within the grace period and 1 s.
 
 Run by ctest: stop_e2e_test.py --server BIN --cli BIN --proto-dir DIR
 """
-import argparse
 import os
 import signal
 import sys
@@ -158,13 +157,5 @@ class StopTest(unittest.TestCase):
                 self.assertLessEqual(exited, 2 + SLACK_S)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--cli", required=True)
-    parser.add_argument("--proto-dir", required=True)
-    e2e_test.run(parser)
-
-
 if __name__ == "__main__":
-    main()
+    e2e_test.main()

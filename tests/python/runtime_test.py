@@ -584,6 +584,124 @@ class RuntimeBehaviourTest(unittest.TestCase):
             Runtime(self.trace, self.report.plan)
 
 
+class _ConvNeXtLike(torch.nn.Module):
+    """ConvNeXt's layout: a Conv2d on channels-first, the rest on
+    channels-last (permuted views), so the convolution's weight gradient comes
+    in a layout other than the weight's."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Linear(3, 8)
+        self.blocks = torch.nn.ModuleList(
+            torch.nn.ModuleDict({"conv": torch.nn.Conv2d(8, 8, 3, padding=1),
+                                 "norm": torch.nn.LayerNorm(8), "mlp": torch.nn.Linear(8, 8)})
+            for _ in range(2))
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):  # x: (batch, height, width, 3)
+        h = self.stem(x)
+        for b in self.blocks:
+            y = b["conv"](h.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
+            h = h + b["mlp"](torch.nn.functional.gelu(b["norm"](y)))
+        return self.head(h.mean((1, 2)))
+
+
+class GradientAccumulationTest(unittest.TestCase):
+    def test_micro_batches_accumulate_whether_grad_was_none_or_not_at_profiling(self):
+        # A first gradient whose layout differs from its parameter's is made
+        # with new_empty_strided + copy_; a later micro-batch adds in place.
+        # Profiled with .grad None or present, two steps of two micro-batches
+        # each (gradients set to None before the first, zeroed in place
+        # before the second) run under SlackSwap's plan bitwise as without it.
+        from slackswap_client import Client, Runtime, profile
+        torch.manual_seed(0)
+        model = _ConvNeXtLike()
+        state = copy.deepcopy(model.state_dict())
+        batches = [torch.randn(2, 6, 6, 3) for _ in range(4)]
+
+        def loss_fn(out):
+            return out.logsumexp(-1).mean()
+
+        def train(runtime):
+            model.load_state_dict(state)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step, set_to_none in enumerate((True, False)):
+                optimizer.zero_grad(set_to_none=set_to_none)
+                for x in batches[2 * step:2 * step + 2]:
+                    if runtime is None:
+                        loss_fn(model(x)).backward()
+                    else:
+                        with runtime:
+                            loss_fn(model(x)).backward()
+                optimizer.step()
+            return [p.detach().clone() for p in model.parameters()]
+
+        expected = train(None)
+        for grads in ("none", "present"):
+            with self.subTest(grads_when_profiled=grads):
+                model.load_state_dict(state)
+                model.zero_grad(set_to_none=True)
+                if grads == "present":
+                    for p in model.parameters():
+                        p.grad = torch.zeros_like(p)
+                trace = profile(model, (batches[0],), loss_fn)
+                with Client(SERVER, deadline=60) as client:
+                    report = client.plan(trace, "a100", budget_fraction=0.5,
+                                         search_time_ms=0).report
+                from slackswap.v1 import plan_pb2
+                moved = sum(1 for t in report.plan.tensors
+                            if t.decision != plan_pb2.DECISION_KEEP)
+                self.assertGreater(moved, 0)
+                runtime = Runtime(trace, report)
+                got = train(runtime)
+                for i, (a, b) in enumerate(zip(expected, got)):
+                    self.assertTrue(torch.equal(a, b), f"parameter {i}")
+                self.assertLessEqual(runtime.peak_bytes, report.metrics.budget_bytes)
+
+
+class ViewBatchTest(unittest.TestCase):
+    def test_a_batch_sliced_from_a_dataset_counts_as_the_slice(self):
+        # X[0:4] of a dataset tensor: the trace's input is the slice's bytes
+        # (as for a batch of its own), not the dataset's storage; a step on
+        # the next slice runs under the plan bitwise as without it.
+        import models
+        from slackswap_client import Client, Runtime, profile
+        torch.manual_seed(0)
+        model = models.gpt(1, 32, 4, 16, 64)
+        data = torch.randint(0, 64, (500, 16))
+        state = copy.deepcopy(model.state_dict())
+
+        def loss_for(x):
+            return models.language_model_loss(x)
+
+        sliced = profile(model, (data[0:4],), loss_for(data[0:4]))
+        own = profile(model, (data[0:4].clone(),), loss_for(data[0:4]))
+        self.assertEqual([t.size_bytes for t in sliced.tensors],
+                         [t.size_bytes for t in own.tensors])
+        inputs = [t.size_bytes for t in sliced.tensors if t.producer_op == 0]
+        self.assertIn(4 * 16 * data.element_size(), inputs)
+        self.assertLess(max(inputs), data.storage().nbytes())
+        with Client(SERVER, deadline=60) as client:
+            report = client.plan(sliced, "a100", budget_fraction=0.5, search_time_ms=0).report
+        runtime = Runtime(sliced, report)
+        results = []
+        for run in (None, runtime):
+            model.load_state_dict(state)
+            model.zero_grad(set_to_none=True)
+            x = data[4:8]
+            loss_fn = loss_for(x)
+            torch.manual_seed(1)
+            if run is None:
+                loss_fn(model(x)).backward()
+            else:
+                with run:
+                    loss_fn(model(x)).backward()
+            results.append([p.grad.clone() for p in model.parameters()])
+        for i, (a, b) in enumerate(zip(*results)):
+            self.assertTrue(torch.equal(a, b), f"gradient {i}")
+        self.assertLessEqual(runtime.peak_bytes, report.metrics.budget_bytes)
+
+
 class TrainingExampleTest(unittest.TestCase):
     def test_the_training_example_runs_and_matches_the_plain_loop(self):
         # examples/train_gpt.py: profile, plan, and five Adam steps under the

@@ -17,7 +17,8 @@ What is recorded, and how:
   not the op that allocated it. Inputs
   created before the step get a synthetic "input" op at the start and are
   kept (neither swapped nor recomputed: the caller holds them, so a copy to
-  host would free nothing). Forward uses are the ops after the producer that read the
+  host would free nothing), and counted at the bytes their saved views span:
+  a batch sliced from a larger dataset tensor counts as the slice. Forward uses are the ops after the producer that read the
   storage; backward uses are the ops that run right after autograd unpacks it.
   Each tensor also carries its dtype and which output of its producer it is
   (`producer_output`), which the runtime matches.
@@ -51,7 +52,8 @@ from torch.utils._pytree import tree_flatten
 
 from . import stubs
 from .hardware import HARDWARE_PRESETS, preset
-from .recording import VIEW_OPS, Dataflow, op_name, storage_key, storage_nbytes
+from .recording import (GRAD_BUFFER_OPS, VIEW_OPS, Dataflow, op_name, storage_key,
+                        storage_nbytes)
 
 
 class ProfileError(RuntimeError):
@@ -131,8 +133,11 @@ class _Recorder(TorchDispatchMode):
         if name in VIEW_OPS:
             return passthrough_view(func, args, kwargs)
         p = self.p
-        if p.phase == "BACKWARD" and p.flow.accumulates(func, args, kwargs):
-            return func(*args, **kwargs)
+        if p.phase == "BACKWARD":
+            if name in GRAD_BUFFER_OPS:
+                return p.flow.grad_buffer(func, args, kwargs)
+            if p.flow.accumulates(func, args, kwargs):
+                return func(*args, **kwargs)
 
         def run():
             if p.measured and p.cuda:
@@ -159,6 +164,7 @@ class _Profiler:
         self.flow = Dataflow()
         self.uses = collections.defaultdict(list)  # sid -> op indices that read it
         self.saved = {}  # sid -> dtype when first saved (activations only)
+        self.extent = {}  # sid from before the step -> (first, end) byte its saved views span
         self.forward_version = None  # per sid, at the end of forward
         self.pending_unpacks = []
         self.params = {storage_key(t) for t in list(model.parameters()) + list(model.buffers())}
@@ -232,6 +238,14 @@ class _Profiler:
             return (None, t)
         if sid not in self.saved:
             self.saved[sid] = t.dtype
+        if self.flow.writers[sid][0] < 0 and t.numel() > 0:
+            # From before the step: the bytes its saved views span (a batch
+            # sliced from a dataset tensor is the slice, not the dataset).
+            first = t.storage_offset()
+            last = first + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))
+            size = t.element_size()
+            lo, hi = self.extent.get(sid, (first * size, (last + 1) * size))
+            self.extent[sid] = (min(lo, first * size), max(hi, (last + 1) * size))
         return (sid, t)
 
     def unpack(self, handle):
@@ -264,7 +278,10 @@ class _Profiler:
 
         for s in order:
             producer = self.producer(s)
-            t = trace.tensors.add(name=f"saved{position[s]}", size_bytes=flow.nbytes[s],
+            size = flow.nbytes[s]
+            if producer < 0 and s in self.extent:
+                size = self.extent[s][1] - self.extent[s][0]
+            t = trace.tensors.add(name=f"saved{position[s]}", size_bytes=size,
                                   dtype=dtype_name(self.saved[s]))
             t.use_ops.extend(sorted({u + shift for u in self.uses[s] if u > producer}))
             if producer < 0:

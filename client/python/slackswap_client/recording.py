@@ -13,8 +13,9 @@ forward and backward alike; ops that only make views are left out):
 - the random-number state before it, for the ops that draw random numbers, so
   a replay draws the same numbers.
 
-In backward, ops that add into an existing .grad are not counted (see
-Dataflow.accumulates).
+In backward, ops that add into an existing .grad, or that make a first .grad
+and copy into it, are not counted (see Dataflow.accumulates and
+Dataflow.grad_buffer).
 
 Storages that exist before the step (parameters, buffers, the inputs) are
 "external", numbered in the order they are first seen.
@@ -47,6 +48,15 @@ RANDOM_OPS = frozenset({
 })
 
 MAX_RECIPE_OPS = 64
+
+# Ops that make a parameter's first gradient in backward. When .grad is None
+# and the incoming gradient's layout differs from the parameter's (a Conv2d
+# fed a permuted input: ConvNeXt), autograd's AccumulateGrad makes .grad with
+# new_empty_strided and copies the gradient into it; when .grad is present it
+# adds in place instead. Neither the profiler nor the runtime counts them
+# (Dataflow.grad_buffer), so a step matches its trace with or without
+# gradients from an earlier micro-batch.
+GRAD_BUFFER_OPS = frozenset({"new_empty_strided"})
 
 
 def op_name(func):
@@ -229,6 +239,15 @@ class Dataflow:
             if sid is None or self.writers[sid][0] < 0:
                 return True
         return False
+
+    def grad_buffer(self, func, args, kwargs):
+        """Runs a backward op of GRAD_BUFFER_OPS, uncounted: its output is
+        registered as a storage from outside the step (writer -1), so that
+        the copy into it is accumulation too (`accumulates`)."""
+        out = func(*args, **kwargs)
+        if isinstance(out, torch.Tensor) and out.storage().nbytes() > 0:
+            self._new_sid(storage_key(out), out, -1, False)
+        return out
 
     def writer(self, sid, version):
         return self.writers[sid][version]

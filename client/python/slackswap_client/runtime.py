@@ -63,8 +63,8 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from . import stubs
 from .profiler import dtype_name, passthrough_view
-from .recording import (VIEW_OPS, Dataflow, TensorRef, op_name, storage_base, storage_key,
-                        storage_nbytes)
+from .recording import (GRAD_BUFFER_OPS, VIEW_OPS, Dataflow, TensorRef, op_name, storage_base,
+                        storage_key, storage_nbytes)
 
 
 class MismatchError(RuntimeError):
@@ -512,8 +512,11 @@ class Runtime:
         if k >= s.n_ops:
             self._done = True  # past the step (an optimizer step): pass through
             return func(*args, **kwargs)
-        if k >= s.num_forward and self.flow.accumulates(func, args, kwargs):
-            return func(*args, **kwargs)  # into an existing .grad: not counted
+        if k >= s.num_forward:
+            if name in GRAD_BUFFER_OPS:
+                return self.flow.grad_buffer(func, args, kwargs)  # a first .grad: not counted
+            if self.flow.accumulates(func, args, kwargs):
+                return func(*args, **kwargs)  # into an existing .grad: not counted
         if not self._degraded and name != s.names[k]:
             if self._aside(name, args, kwargs):
                 return func(*args, **kwargs)  # not the step's: not counted

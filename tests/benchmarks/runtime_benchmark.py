@@ -6,17 +6,27 @@ batch 4, float32). Rounds interleave the variants so that background load
 falls on all alike; medians over rounds:
 
 - plain: the step as written;
-- keep: under a Runtime with an all-keep plan: the hooks, the dispatch mode,
-  the dataflow log and the event-model bookkeeping, nothing moved;
+- keep: under a Runtime with an all-keep plan, after its first step: a plan
+  that moves nothing tracks no operator then, and checks each saved tensor
+  against the first step's (the saved-tensor hooks only);
+- keep, tracked: the same plan with track_ops="always": the dispatch mode,
+  the dataflow log and the event-model bookkeeping at every operator, what
+  every step of a plan that moves tensors pays before its copies;
 - slackswap 50%: SlackSwap's plan at half the activation peak: the copies to
   host and back (synchronous on CPU) and the replays too.
 
-Writes JSON to --out: per variant the median step time, and the trace's
-operator and saved-tensor counts.
+Step times are the thread's CPU time (time.thread_time: one thread, and it
+leaves out the time the virtual machine's host takes back, which wall-clock
+medians on this machine do not). Writes JSON to --out: per variant the median
+step time and the median of
+its per-round difference to the plain step of the same round (paired, so
+that load that falls on one round falls on both), and the trace's operator
+and saved-tensor counts.
 
 Usage: runtime_benchmark.py --server BIN --repo ROOT --out FILE [--rounds N]
 """
 import argparse
+import gc
 import json
 import os
 import re
@@ -33,7 +43,7 @@ def main():
     parser.add_argument("--server", required=True)
     parser.add_argument("--repo", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--rounds", type=int, default=31)
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(args.repo, "client", "python"))
     sys.path.insert(0, os.path.join(args.repo, "client", "python", "examples"))
@@ -68,20 +78,23 @@ def main():
 
     runtimes = {
         "keep": Runtime(trace, keep_response.plan, budget_bytes=1 << 50),
+        "keep, tracked": Runtime(trace, keep_response.plan, budget_bytes=1 << 50,
+                                 track_ops="always"),
         "slackswap 50%": Runtime(trace, report),
     }
 
     def step(runtime):
         model.zero_grad(set_to_none=True)
-        start = time.perf_counter()
+        gc.collect()  # what an earlier step left is not collected in this one
+        start = time.thread_time()
         if runtime is None:
             loss_fn(model(tokens)).backward()
         else:
             with runtime:
                 loss_fn(model(tokens)).backward()
-        return time.perf_counter() - start
+        return time.thread_time() - start
 
-    times = {"plain": [], "keep": [], "slackswap 50%": []}
+    times = {"plain": [], "keep": [], "keep, tracked": [], "slackswap 50%": []}
     for name in times:  # warm up
         step(runtimes.get(name))
     packs_before = runtimes["keep"].packs
@@ -97,6 +110,11 @@ def main():
         "packs_per_step": packs_per_step,
         "rounds": args.rounds,
         "median_ms": {name: 1e3 * statistics.median(v) for name, v in times.items()},
+        "median_over_plain_ms": {
+            name: 1e3 * statistics.median(a - b for a, b in zip(v, times["plain"]))
+            for name, v in times.items() if name != "plain"},
+        "tracked": {name: r.tracked for name, r in runtimes.items()},
+        "rounds_ms": {name: [round(1e3 * x, 1) for x in v] for name, v in times.items()},
         "decisions": {
             "swap": sum(1 for t in report.plan.tensors if t.decision == plan_pb2.DECISION_SWAP),
             "recompute": sum(1 for t in report.plan.tensors

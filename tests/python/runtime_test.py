@@ -163,10 +163,11 @@ def assert_bitwise(test, expected, got, what):
 def assert_nothing_left(test, runtime):
     from torch.utils._python_dispatch import _get_current_dispatch_mode
     test.assertIsNone(_get_current_dispatch_mode())
-    packs = runtime.packs
+    packs, dispatches = runtime.packs, runtime.dispatches
     x = torch.ones(3, requires_grad=True)
     x.exp().sum().backward()
     test.assertEqual(runtime.packs, packs, "a saved-tensor hook is still installed")
+    test.assertEqual(runtime.dispatches, dispatches, "the dispatch mode is still set")
 
 
 class RuntimeModelsTest(unittest.TestCase):
@@ -604,6 +605,90 @@ class _ConvNeXtLike(torch.nn.Module):
             y = b["conv"](h.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
             h = h + b["mlp"](torch.nn.functional.gelu(b["norm"](y)))
         return self.head(h.mean((1, 2)))
+
+
+class UntrackedStepsTest(unittest.TestCase):
+    """A plan that moves nothing tracks its operators in its first step only;
+    later steps check the tensors autograd saves against the first step's."""
+
+    @classmethod
+    def setUpClass(cls):
+        from slackswap.v1 import plan_pb2
+        from slackswap_client import Client, profile
+        cls.step = Step("gpt")
+        cls.trace = profile(cls.step.model, (cls.step.x,), cls.step.loss_fn)
+        keep = plan_pb2.Plan()
+        for _ in cls.trace.tensors:
+            keep.tensors.add(decision=plan_pb2.DECISION_KEEP)
+        with Client(SERVER, deadline=60) as client:
+            cls.simulated = client.simulate(cls.trace, keep, budget_bytes=1 << 50)
+            cls.report = client.plan(cls.trace, "a100", budget_fraction=0.4,
+                                     search_time_ms=0).report
+
+    def runtime(self, **kwargs):
+        from slackswap_client import Runtime
+        return Runtime(self.trace, self.simulated.plan,
+                       budget_bytes=self.simulated.metrics.peak_resident_bytes, **kwargs)
+
+    def test_later_steps_of_an_all_keep_plan_skip_the_dispatch_mode(self):
+        plain = self.step()
+        runtime = self.runtime()
+        seen = []
+        for i in range(3):
+            before = (runtime.packs, runtime.dispatches)
+            assert_bitwise(self, plain, self.step(runtime), f"step {i}")
+            seen.append((runtime.tracked, runtime.packs - before[0],
+                         runtime.dispatches - before[1], len(runtime.ledger)))
+            assert_nothing_left(self, runtime)
+        self.assertEqual([s[0] for s in seen], [True, False, False])
+        self.assertGreater(seen[0][2], len(self.trace.operators))
+        self.assertEqual(len({s[1] for s in seen}), 1, seen)  # the same saves each step
+        self.assertEqual([s[2] for s in seen[1:]], [0, 0], "later steps dispatched")
+        self.assertEqual([s[3] for s in seen], [len(self.trace.operators), 0, 0])
+        self.assertLessEqual(runtime.peak_bytes, self.simulated.metrics.peak_resident_bytes)
+
+    def test_every_step_is_tracked_on_request_and_when_the_plan_moves_tensors(self):
+        from slackswap_client import Runtime
+        for runtime in (self.runtime(track_ops="always"), Runtime(self.trace, self.report)):
+            for i in range(2):
+                dispatches = runtime.dispatches
+                self.step(runtime)
+                self.assertTrue(runtime.tracked)
+                self.assertGreater(runtime.dispatches, dispatches)
+        with self.assertRaisesRegex(ValueError, "track_ops"):
+            self.runtime(track_ops="never")
+
+    def test_an_untracked_step_that_saves_otherwise_is_named(self):
+        # Another sequence length after the first step: the first saved
+        # tensor that differs is named with the first step's bytes; with
+        # on_mismatch="keep" the step warns and stays exact (nothing moved).
+        # A step that saves fewer tensors than the first (here none) is
+        # named at its end.
+        from slackswap_client import MismatchError
+        x = self.step.x[:, :8]
+        for on_mismatch in ("raise", "keep"):
+            runtime = self.runtime(on_mismatch=on_mismatch)
+            self.step(runtime)
+            if on_mismatch == "raise":
+                with self.assertRaisesRegex(
+                        RuntimeError, r"saved tensor \d+ of the step: \d+ bytes of "
+                        r"int64; the first step saved \d+ bytes of int64 there \(trace "
+                        r"tensor \d+, saved\d+, output 0 of op \d+ \w+\)"):
+                    self.step(runtime, x=x)
+                assert_nothing_left(self, runtime)
+                with self.assertRaisesRegex(MismatchError, r"saved 0 tensors for backward, "
+                                            r"its first step \d+"):
+                    with runtime, torch.no_grad():
+                        self.step.model(self.step.x)
+                assert_nothing_left(self, runtime)
+            else:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    got = self.step(runtime, x=x)
+                self.assertEqual(len(caught), 1, [str(w.message) for w in caught])
+                self.assertIn("keeping every tensor", str(caught[0].message))
+                assert_bitwise(self, self.step(x=x), got, "a mismatched untracked step")
+            assert_bitwise(self, self.step(), self.step(runtime), "the next step")
 
 
 class GradientAccumulationTest(unittest.TestCase):

@@ -228,7 +228,7 @@ class _Profiler:
             raise ProfileError("a tensor was saved during backward (double backward is not "
                                "supported)")
         self.cuda = self.cuda or t.is_cuda
-        if t.storage().nbytes() == 0:
+        if storage_nbytes(t) == 0:
             return (None, t)
         # Autograd saves an op's inputs before the op runs: a storage from
         # before the step may be seen here first. Registering it here, as the

@@ -59,25 +59,104 @@ MAX_RECIPE_OPS = 64
 GRAD_BUFFER_OPS = frozenset({"new_empty_strided"})
 
 
+_NAMES = {}
+
+
 def op_name(func):
-    return func.overloadpacket.__name__.rstrip("_")
+    name = _NAMES.get(func)
+    if name is None:
+        name = _NAMES[func] = func.overloadpacket.__name__.rstrip("_")
+    return name
+
+
+if hasattr(torch.Tensor, "untyped_storage"):  # PyTorch 2
+    def untyped_storage(t):
+        return t.untyped_storage()
+elif hasattr(torch.Tensor, "_storage"):  # 1.13: without storage()'s TypedStorage wrapper
+    def untyped_storage(t):
+        return t._storage()
+else:
+    def untyped_storage(t):
+        return t.storage()
 
 
 def storage_key(t):
     """A storage's identity: its address, size and device. Some storages are
     made without an operator the mode sees (the scalars autograd wraps), at an
     address a freed storage had; the size tells most of them apart."""
-    s = t.storage()
+    s = untyped_storage(t)
     return s.data_ptr(), s.nbytes(), t.device
 
 
 def storage_nbytes(t):
-    return t.storage().nbytes()
+    return untyped_storage(t).nbytes()
 
 
 def storage_base(t):
     """A 1-D tensor over the whole storage of `t`, in its dtype."""
     return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.storage())
+
+
+_SEQUENCES = (list, tuple)
+_NESTING = (list, tuple, dict)
+
+
+def flatten_call(args, kwargs):
+    """An op's arguments as (leaves, spec), the leaves in the order of pytree's
+    tree_flatten((args, kwargs)); without pytree's cost for the calls most ops
+    are: positional values and lists of them one deep, keyword values."""
+    leaves = []
+    shape = []
+    for a in args:
+        kind = type(a)
+        if kind in _SEQUENCES:
+            for x in a:
+                if type(x) in _NESTING:
+                    return _tree_flatten_call(args, kwargs)
+            leaves.extend(a)
+            shape.append((kind, len(a)))
+        elif kind is dict:
+            return _tree_flatten_call(args, kwargs)
+        else:
+            leaves.append(a)
+            shape.append(None)
+    for v in kwargs.values():
+        if type(v) in _NESTING:
+            return _tree_flatten_call(args, kwargs)
+    leaves.extend(kwargs.values())
+    return leaves, (tuple(shape), tuple(kwargs))
+
+
+def _tree_flatten_call(args, kwargs):
+    leaves, spec = tree_flatten((args, kwargs))
+    return leaves, spec
+
+
+def unflatten_call(leaves, spec):
+    """(args, kwargs) from flatten_call's leaves and spec."""
+    if not isinstance(spec, tuple):
+        return tree_unflatten(leaves, spec)
+    shape, keys = spec
+    args = []
+    i = 0
+    for entry in shape:
+        if entry is None:
+            args.append(leaves[i])
+            i += 1
+        else:
+            kind, n = entry
+            args.append(kind(leaves[i:i + n]))
+            i += n
+    return tuple(args), dict(zip(keys, leaves[i:]))
+
+
+def flatten_outputs(out):
+    """An op's outputs, flat (as tree_flatten(out)[0])."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if type(out) in _SEQUENCES and not any(type(x) in _NESTING for x in out):
+        return list(out)
+    return tree_flatten(out)[0]
 
 
 class TensorRef:
@@ -108,21 +187,38 @@ class OpRecord:
         return [x for x in self.leaves if isinstance(x, TensorRef)]
 
 
+_WRITTEN = {}
+
+
+def _written_positions(func):
+    """Where func's schema marks arguments as written (Tensor(a!)), cached:
+    (position or None for keyword-only, name) each."""
+    positions = _WRITTEN.get(func)
+    if positions is None:
+        positions = []
+        try:
+            arguments = func._schema.arguments
+        except AttributeError:
+            arguments = ()
+        for i, a in enumerate(arguments):
+            info = a.alias_info
+            if info is not None and info.is_write:
+                positions.append((None if a.kwarg_only else i, a.name))
+        positions = _WRITTEN[func] = tuple(positions)
+    return positions
+
+
 def _written_arguments(func, args, kwargs):
     """Tensors the schema marks as written (Tensor(a!)): in-place and out= ops."""
     written = []
-    try:
-        arguments = func._schema.arguments
-    except AttributeError:
-        return written
-    for i, a in enumerate(arguments):
-        info = a.alias_info
-        if info is None or not info.is_write:
-            continue
-        value = args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name)
-        for x in tree_flatten(value)[0]:
-            if isinstance(x, torch.Tensor):
-                written.append(x)
+    for i, name in _written_positions(func):
+        value = args[i] if i is not None and i < len(args) else kwargs.get(name)
+        if isinstance(value, torch.Tensor):
+            written.append(value)
+        elif value is not None:
+            for x in tree_flatten(value)[0]:
+                if isinstance(x, torch.Tensor):
+                    written.append(x)
     return written
 
 
@@ -155,7 +251,7 @@ class Dataflow:
 
     def sid_of_input(self, t, hold_external=None):
         """The sid of an input, registering external storages on first sight."""
-        if t.storage().nbytes() == 0:
+        if storage_nbytes(t) == 0:
             return None
         key = storage_key(t)
         sid = self.key_to_sid.get(key)
@@ -168,7 +264,7 @@ class Dataflow:
     def record(self, func, args, kwargs, run, hold_external=None, rng_state=None):
         """Runs `run()` (the op) and logs it. Returns (record, output)."""
         index = len(self.ops)
-        leaves, spec = tree_flatten((args, kwargs))
+        leaves, spec = flatten_call(args, kwargs)
         refs = []
         reads = []
         in_keys = set()
@@ -194,10 +290,10 @@ class Dataflow:
         rec.replayable = not (name in RANDOM_OPS and kwargs.get("generator") is not None)
         out, elapsed_ns = run()
         rec.elapsed_ns = elapsed_ns
-        outs = tree_flatten(out)[0]
+        outs = flatten_outputs(out)
         writes = []
         for t in written:
-            if t.storage().nbytes() == 0:
+            if storage_nbytes(t) == 0:
                 continue
             sid = self.key_to_sid.get(storage_key(t))
             if sid is not None and sid not in writes:
@@ -207,7 +303,7 @@ class Dataflow:
             self.writers[sid].append(index)
         out_sids, new = [], []
         for t in outs:
-            if not isinstance(t, torch.Tensor) or t.storage().nbytes() == 0:
+            if not isinstance(t, torch.Tensor) or storage_nbytes(t) == 0:
                 out_sids.append(None)
                 continue
             key = storage_key(t)
@@ -233,7 +329,7 @@ class Dataflow:
         the storages backward ops make, so an in-place write into one (a
         slice assignment's CopySlices) is counted."""
         for t in _written_arguments(func, args, kwargs):
-            if t.storage().nbytes() == 0:
+            if storage_nbytes(t) == 0:
                 continue
             sid = self.key_to_sid.get(storage_key(t))
             if sid is None or self.writers[sid][0] < 0:
@@ -245,7 +341,7 @@ class Dataflow:
         registered as a storage from outside the step (writer -1), so that
         the copy into it is accumulation too (`accumulates`)."""
         out = func(*args, **kwargs)
-        if isinstance(out, torch.Tensor) and out.storage().nbytes() > 0:
+        if isinstance(out, torch.Tensor) and storage_nbytes(out) > 0:
             self._new_sid(storage_key(out), out, -1, False)
         return out
 

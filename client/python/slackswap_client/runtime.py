@@ -14,7 +14,11 @@ its producer (the trace's producer op and `producer_output`) by size and
 dtype. A mismatch (another model, shape or code path) raises MismatchError
 naming the first operator or tensor that differs; with on_mismatch="keep" the
 runtime warns and keeps every tensor saved from there on (what was already
-swapped or dropped is brought back on demand).
+swapped or dropped is brought back on demand). A plan that moves nothing
+needs no operator's position: after its first step (tracked as above), a
+step runs with the saved-tensor hooks only, each checking one saved tensor's
+storage size and dtype against the first step's (track_ops="always" tracks
+every step).
 
 Per decision:
 - KEEP: untouched (autograd keeps the tensor).
@@ -59,12 +63,21 @@ import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_unflatten
+
+import torch.utils._python_dispatch as _python_dispatch
+
+# PyTorch 1.13's modes: one C++-level mode, which its stack helper
+# (_TorchDispatchStackMode) sets. Elsewhere the mode goes on the stack.
+if hasattr(_python_dispatch, "_TorchDispatchStackMode"):
+    from torch._C import _len_torch_dispatch_stack, _set_torch_dispatch_mode
+else:
+    _len_torch_dispatch_stack = _set_torch_dispatch_mode = None
 
 from . import stubs
 from .profiler import dtype_name, passthrough_view
-from .recording import (GRAD_BUFFER_OPS, VIEW_OPS, Dataflow, TensorRef, op_name, storage_base,
-                        storage_key, storage_nbytes)
+from .recording import (GRAD_BUFFER_OPS, VIEW_OPS, Dataflow, TensorRef, flatten_call,
+                        flatten_outputs, op_name, storage_base, storage_key, storage_nbytes,
+                        unflatten_call)
 
 
 class MismatchError(RuntimeError):
@@ -233,6 +246,10 @@ class _Static:
                                             else self.size[index]))
 
 
+def _identity(x):
+    return x
+
+
 class _TickEvent:
     """A CUDA event's stand-in on CPU (tests): done after `delay` queries."""
 
@@ -262,20 +279,59 @@ class _Handle:
         self.dtype = t.dtype
 
 
+def _dispatch_body(rt, func, args, kwargs):
+    kwargs = kwargs or {}
+    rt.dispatches += 1
+    name = op_name(func)
+    if name in VIEW_OPS:
+        return passthrough_view(func, args, kwargs)
+    if rt._internal or rt._done:
+        return func(*args, **kwargs)
+    return rt._dispatch(func, name, args, kwargs)
+
+
 class _Mode(TorchDispatchMode):
+    """The dispatch mode where another mode is already on PyTorch's stack."""
+
     def __init__(self, runtime):
         super().__init__()
         self.rt = runtime
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        rt = self.rt
-        name = op_name(func)
-        if name in VIEW_OPS:
-            return passthrough_view(func, args, kwargs)
-        if rt._internal or rt._done:
-            return func(*args, **kwargs)
-        return rt._dispatch(func, name, args, kwargs)
+        return _dispatch_body(self.rt, func, args, kwargs)
+
+
+class _LeanMode:
+    """The dispatch mode set directly as PyTorch's one C++-level mode, as
+    TorchDispatchMode's stack helper sets itself, without that helper's
+    context managers around every operator (a third of a bare mode's cost):
+    unset while an operator runs, so what the runtime runs inside is not
+    seen again."""
+    __slots__ = ("rt",)
+
+    def __init__(self, runtime):
+        self.rt = runtime
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        _set_torch_dispatch_mode(None)
+        try:
+            return _dispatch_body(self.rt, func, args, kwargs)
+        finally:
+            _set_torch_dispatch_mode(self)
+
+    def __enter__(self):
+        _set_torch_dispatch_mode(self)
+        return self
+
+    def __exit__(self, *exc):
+        _set_torch_dispatch_mode(None)
+        return False
+
+
+def _make_mode(runtime):
+    if _set_torch_dispatch_mode is not None and _len_torch_dispatch_stack() == 0:
+        return _LeanMode(runtime)
+    return _Mode(runtime)
 
 
 # Operators a training loop runs beside the step, which the runtime lets
@@ -329,15 +385,28 @@ class Runtime:
     its schedule (prefetches, rebuild_points) and then budget_bytes.
     on_mismatch: "raise" (MismatchError) or "keep" (warn, keep from there on).
     A Runtime can be entered once per step, step after step; its host buffers
-    are reused. After a step, `ledger` lists (kind, index, bytes) per started
-    operator ("op") or rebuild ("rebuild"): the saved bytes the runtime held
-    (with the op's workspace, from the trace), and `peak_bytes` the most it
-    held at any moment (prefetches start between samples).
+    are reused. After a step that tracked its operators, `ledger` lists
+    (kind, index, bytes) per started operator ("op") or rebuild ("rebuild"):
+    the saved bytes the runtime held (with the op's workspace, from the
+    trace), and `peak_bytes` the most it held at any moment (prefetches start
+    between samples).
+
+    track_ops: "auto" or "always". A step tracks its operators (the dispatch
+    mode, matched op by op against the trace) when its plan moves a tensor,
+    and in the first step of a plan that moves none; with "auto", the later
+    steps of a plan that keeps every tensor only check each tensor autograd
+    saves, in order, against the first step's (storage size and dtype) and
+    cost next to nothing: nothing is moved, so nothing needs an operator's
+    position. Such a step leaves `ledger` empty and `peak_bytes` as the
+    first step measured; `tracked` says which kind the last step was.
     """
 
-    def __init__(self, trace, plan, budget_bytes=None, on_mismatch="raise", _cpu_async=0):
+    def __init__(self, trace, plan, budget_bytes=None, on_mismatch="raise", track_ops="auto",
+                 _cpu_async=0):
         if on_mismatch not in ("raise", "keep"):
             raise ValueError("on_mismatch must be 'raise' or 'keep'")
+        if track_ops not in ("auto", "always"):
+            raise ValueError("track_ops must be 'auto' or 'always'")
         if hasattr(plan, "report"):  # a PlanResponse
             plan = plan.report
         if hasattr(plan, "plan") and hasattr(plan, "metrics"):  # a PlanningReport
@@ -358,18 +427,37 @@ class Runtime:
         self.ledger = []
         self.peak_bytes = 0
         self.packs = 0  # saved tensors seen, over every step
+        self.dispatches = 0  # operators the dispatch mode saw, over every step
+        self.tracked = True  # whether the last step tracked its operators
         self._steps = 0  # steps entered
+        # A plan that moves nothing: the saved tensors of its first tracked
+        # step, (storage bytes, dtype, trace tensor or None) each, that later
+        # steps are checked against (track_ops="auto").
+        self._untracked_ok = track_ops == "auto" and not any(
+            d != "keep" for d in self.s.decision)
+        self._signature = None
+        self._recording = None
 
     # ----- entering and leaving -----
 
     def __enter__(self):
         if self._active:
             raise RuntimeError("this Runtime is already running a step")
-        self._reset()
         self._steps += 1
         self._active = True
+        self.tracked = not (self._untracked_ok and self._signature is not None)
+        if not self.tracked:
+            self._saves = 0
+            self._degraded = False
+            self.ledger = []
+            self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack_untracked,
+                                                                   _identity)
+            self._hooks.__enter__()
+            return self
+        self._reset()
+        self._recording = [] if self._untracked_ok else None
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
-        self._mode = _Mode(self)
+        self._mode = _make_mode(self)
         self._hooks.__enter__()
         try:
             self._mode.__enter__()
@@ -383,6 +471,15 @@ class Runtime:
         return self
 
     def __exit__(self, *exc):
+        if not self.tracked:
+            self._hooks.__exit__(*exc)
+            self._active = False
+            expected = len(self._signature)
+            if exc[0] is None and not self._degraded and self._saves != expected:
+                raise MismatchError(
+                    f"the step saved {self._saves} tensors for backward, its first step "
+                    f"{expected}: it differs from the step the plan was checked on")
+            return False
         try:
             self._mode.__exit__(*exc)
         finally:
@@ -395,8 +492,36 @@ class Runtime:
                     f"operators (next expected: op {self._next_op} "
                     f"{self.s.names[self._next_op]}): the whole step, backward included, "
                     f"belongs inside the `with` block")
+            if exc[0] is None and self._recording is not None and not self._degraded:
+                self._signature = self._recording  # a whole step, matched op by op
+            self._recording = None
             self._release_all()
         return False
+
+    def _pack_untracked(self, t):
+        """A saved tensor of an untracked step: the same storage size and
+        dtype as the first step's at this position, and kept."""
+        self.packs += 1
+        i = self._saves
+        self._saves = i + 1
+        if self._degraded:
+            return t
+        signature = self._signature
+        nbytes, dtype = storage_nbytes(t), t.dtype
+        if i >= len(signature) or signature[i][0] != nbytes or signature[i][1] != dtype:
+            s = self.s
+            if i >= len(signature):
+                what = f"its first step saved only {len(signature)}"
+            else:
+                tid = signature[i][2]
+                named = (f" (trace tensor {tid}, {s.names_t[tid]}, output "
+                         f"{s.producer_output[tid]} of op {s.producer[tid]} "
+                         f"{s.names[s.producer[tid]]})" if tid is not None else "")
+                what = (f"the first step saved {signature[i][0]} bytes of "
+                        f"{dtype_name(signature[i][1])} there{named}")
+            self._mismatch(f"saved tensor {i} of the step: {nbytes} bytes of "
+                           f"{dtype_name(dtype)}; {what}")
+        return t
 
     def _reset(self):
         s = self.s
@@ -557,8 +682,8 @@ class Runtime:
         the plan moves."""
         if name in _LOOKING_OPS:
             return True
-        flat, _ = tree_flatten((args, kwargs))
-        tensors = [t for t in flat if isinstance(t, torch.Tensor) and t.storage().nbytes() > 0]
+        flat = flatten_call(args, kwargs)[0]
+        tensors = [t for t in flat if isinstance(t, torch.Tensor) and storage_nbytes(t) > 0]
         if name in _ZEROING_OPS:
             return not any(storage_key(t) in self.flow.key_to_sid for t in tensors)
         if self._next_op == self.s.num_forward:
@@ -566,12 +691,12 @@ class Runtime:
         return False
 
     def flow_key(self, sid, rec, out):
-        outs = tree_flatten(out)[0]
+        outs = flatten_outputs(out)
         return storage_key(outs[rec.outputs.index(sid)])
 
     def _bind_products(self, k, rec, args, kwargs, out):
         s = self.s
-        outs = tree_flatten(out)[0]
+        outs = flatten_outputs(out)
         for tid in s.produces.get(k, ()):
             j = s.producer_output[tid]
             t = None
@@ -580,7 +705,7 @@ class Runtime:
                 t, sid = outs[j], rec.outputs[j]
             elif j < 0 and -1 - j < len(rec.writes):
                 sid = rec.writes[-1 - j]
-                for x in tree_flatten((args, kwargs))[0]:
+                for x in flatten_call(args, kwargs)[0]:
                     if isinstance(x, torch.Tensor) and self.flow.key_to_sid.get(
                             storage_key(x)) == sid:
                         t = x
@@ -608,12 +733,15 @@ class Runtime:
 
     def _pack(self, t):
         self.packs += 1
+        if self._recording is not None:
+            self._recording.append((storage_nbytes(t), t.dtype,
+                                    self._key_tid.get(storage_key(t))))
         if self._degraded or self._done:
             return t
         if self._next_op > self.s.num_forward:
             raise RuntimeError("slackswap runtime: a tensor was saved during backward "
                                "(double backward is not supported)")
-        if t.storage().nbytes() == 0:
+        if storage_nbytes(t) == 0:
             return t
         key = storage_key(t)
         if key not in self.flow.key_to_sid:
@@ -971,11 +1099,11 @@ class Runtime:
                     written = set(rec.writes)
                     leaves_now = [resolve(x, x.sid in written) if isinstance(x, TensorRef)
                                   else x for x in rec.leaves]
-                    args, kwargs = tree_unflatten(leaves_now, rec.spec)
+                    args, kwargs = unflatten_call(leaves_now, rec.spec)
                     if rec.rng is not None:
                         self._set_rng(rec.rng)
                     out = rec.func(*args, **kwargs)
-                    outs = tree_flatten(out)[0]
+                    outs = flatten_outputs(out)
                     for j, x in enumerate(rec.outputs):
                         if x is not None and x in rec.new:
                             storages[x] = [storage_base(outs[j]), 0]

@@ -1,7 +1,9 @@
 #include "client/cli_flags.h"
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "planner/planner_options.h"
+#include "planner/policies.h"
 
 ABSL_FLAG(std::string, preset, "gpt2-xl",
           "workload preset: bert-large, gpt2-xl, llama-7b, vgg16 (ignored with "
@@ -95,11 +97,8 @@ ABSL_FLAG(std::string, budgets, "0.3,0.5,0.7",
           "compare: comma-separated budgets (as --budget)");
 ABSL_FLAG(std::string, policies,
           "slackswap,vdnn,superneurons,swapadvisor,checkpointing",
-          "compare: comma-separated policies (ideal, slackswap, "
-          "slackswap-production-order, "
-          "slackswap-no-link-budget, slackswap-barriers, vdnn, superneurons, "
-          "swapadvisor, "
-          "checkpointing, genetic-search)");
+          absl::StrCat("compare: comma-separated policies, of:",
+                       slackswap::PolicyHelp()));
 ABSL_FLAG(
     int64_t, genetic_evaluations, 10000,
     "compare, report: plans the genetic search replays (the optimality check)");

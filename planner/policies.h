@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "planner/allocator_budget.h"
 #include "planner/genetic.h"
 #include "planner/optimum.h"
@@ -20,6 +21,7 @@
 
 namespace slackswap {
 
+// The policies, in the order of their rows in PolicyTable().
 enum class Policy {
   kIdeal,
   kSlackSwap,
@@ -31,10 +33,42 @@ enum class Policy {
   kSwapAdvisor,
   kCheckpointing,
   kGeneticSearch,
-  kOptimum,  // the exact optimum of a small trace (optimum.h); keep last
+  kOptimum,  // the exact optimum of a small trace (optimum.h)
 };
-// How many policies there are (arrays indexed by policy are this long).
-inline constexpr int kNumPolicies = static_cast<int>(Policy::kOptimum) + 1;
+// How many policies there are: PolicyTable()'s rows (checked where the
+// table is defined), the length of arrays indexed by policy.
+inline constexpr int kNumPolicies = 11;
+
+struct PolicyOptions;
+
+// One row per policy: everything the layers above derive from a policy.
+// The proto value is named after `name` (POLICY_ and the name in upper case,
+// '-' as '_': service/wire_convert.cc), the CLI's help lists the names and
+// summaries, the service's cost estimate asks max_replays, and
+// docs/planner.md's policy table lists the same rows (a test checks each).
+struct PolicyInfo {
+  Policy policy;
+  // Stable, lower case: "slackswap", "genetic-search", ...
+  const char* name;
+  // What it is, in a few words (help texts, the docs' table).
+  const char* summary;
+  // One of the paper's four baselines.
+  bool baseline;
+  // Holds a population of plans while it searches (the memory estimate).
+  bool population_search;
+  // Plans (RunPolicy calls it after the checks every policy shares).
+  absl::StatusOr<PlanningResult> (*run)(const Trace& trace,
+                                        const Hardware& hardware,
+                                        int64_t budget_bytes,
+                                        const PolicyOptions& options);
+  // The most replays of the trace it makes, the planners' passes counted as
+  // one (the service's cost estimate).
+  int64_t (*max_replays)(const Trace& trace, const PolicyOptions& options);
+};
+
+// Every policy's row, in the enum's order.
+absl::Span<const PolicyInfo> PolicyTable();
+const PolicyInfo& InfoOf(Policy policy);
 
 // Stable lower-case names ("slackswap", "vdnn", "superneurons",
 // "swapadvisor", "checkpointing", "genetic-search", "optimum", "ideal",
@@ -45,6 +79,8 @@ absl::StatusOr<Policy> PolicyFromName(absl::string_view name);
 const std::vector<Policy>& AllPolicies();
 // The four baselines of the paper.
 const std::vector<Policy>& BaselinePolicies();
+// "  name  summary" lines, one per policy, for help texts.
+std::string PolicyHelp();
 
 struct PolicyOptions {
   PlannerOptions slackswap;

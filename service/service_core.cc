@@ -112,32 +112,6 @@ int64_t Elements(const Trace& trace) {
          static_cast<int64_t>(trace.recompute_inputs.items.size());
 }
 
-// Replays a policy may make: the planners' passes count as one.
-int64_t Replays(Policy policy, const PolicyOptions& options,
-                const Trace& trace) {
-  const int64_t slackswap = MaxSlackSwapReplays(trace, options.slackswap);
-  switch (policy) {
-    case Policy::kIdeal:
-      return 1;
-    case Policy::kSlackSwap:
-    case Policy::kSlackSwapProductionOrder:
-    case Policy::kSlackSwapNoLinkBudget:
-    case Policy::kSlackSwapBarriers:
-      return slackswap;
-    case Policy::kVdnn:
-    case Policy::kSuperNeurons:
-    case Policy::kCheckpointing:
-      return 2;
-    case Policy::kSwapAdvisor:
-      return options.swapadvisor.max_evaluations + 4;
-    case Policy::kGeneticSearch:
-      return options.genetic_search.max_evaluations + slackswap + 2;
-    case Policy::kOptimum:
-      return options.optimum.max_replays + slackswap;
-  }
-  return slackswap;
-}
-
 std::string Mebibytes(int64_t bytes) {
   return absl::StrFormat("%.0f MiB", static_cast<double>(bytes) / (1 << 20));
 }
@@ -187,7 +161,7 @@ CallCost EstimatePolicyCost(const Trace& trace, const Hardware& hardware,
           ReplayMemoryBytes(trace.num_ops(), trace.num_tensors(),
                             timeline || policy != Policy::kIdeal,
                             options.memory.allocator != AllocatorKind::kNone);
-  if (policy == Policy::kGeneticSearch || policy == Policy::kSwapAdvisor) {
+  if (InfoOf(policy).population_search) {
     cost.memory_bytes += kSearchMemoryPerTensor * trace.num_tensors() +
                          kSearchMemoryPerElement * Elements(trace);
   }
@@ -197,7 +171,9 @@ CallCost EstimatePolicyCost(const Trace& trace, const Hardware& hardware,
     cost.memory_bytes += kLinearProgramMemory;
   }
   cost.work = SaturatingTimes(
-      SaturatingTimes(Replays(policy, options, trace), Elements(trace)), gpus);
+      SaturatingTimes(InfoOf(policy).max_replays(trace, options),
+                      Elements(trace)),
+      gpus);
   return cost;
 }
 
@@ -213,7 +189,8 @@ absl::Status ServiceCore::CheckCost(const Trace& trace,
         EstimatePolicyCost(trace, hardware, policy, options, context.timeline);
     memory = std::max(memory, cost.memory_bytes);  // policies run one by one
     work = SaturatingPlus(work, SaturatingTimes(cost.work, runs_per_policy));
-    most_replays = std::max(most_replays, Replays(policy, options, trace));
+    most_replays =
+        std::max(most_replays, InfoOf(policy).max_replays(trace, options));
   }
   memory = SaturatingPlus(memory, context.held_memory_bytes);
   work = SaturatingPlus(work, context.held_work);

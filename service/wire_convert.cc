@@ -1,9 +1,11 @@
 #include "service/wire_convert.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/field_violations.h"
 #include "base/status_macros.h"
@@ -405,38 +407,36 @@ v1::PlanningReport PlanningReportToProto(const Trace& trace,
 
 namespace {
 
-struct PolicyPair {
-  Policy policy;
-  v1::Policy proto;
-};
-
-constexpr PolicyPair kPolicies[] = {
-    {Policy::kIdeal, v1::POLICY_IDEAL},
-    {Policy::kSlackSwap, v1::POLICY_SLACKSWAP},
-    {Policy::kSlackSwapProductionOrder, v1::POLICY_SLACKSWAP_PRODUCTION_ORDER},
-    {Policy::kSlackSwapNoLinkBudget, v1::POLICY_SLACKSWAP_NO_LINK_BUDGET},
-    {Policy::kSlackSwapBarriers, v1::POLICY_SLACKSWAP_BARRIERS},
-    {Policy::kVdnn, v1::POLICY_VDNN},
-    {Policy::kSuperNeurons, v1::POLICY_SUPERNEURONS},
-    {Policy::kSwapAdvisor, v1::POLICY_SWAPADVISOR},
-    {Policy::kCheckpointing, v1::POLICY_CHECKPOINTING},
-    {Policy::kGeneticSearch, v1::POLICY_GENETIC_SEARCH},
-    {Policy::kOptimum, v1::POLICY_OPTIMUM},
-};
+// Each policy's proto value, named after it (planner/policies.h): POLICY_
+// and its name in upper case with '-' as '_'; UNSPECIFIED where the proto
+// has no such value (a test checks that none is missing).
+const std::array<v1::Policy, kNumPolicies>& ProtoPolicies() {
+  static const auto* values = [] {
+    auto* out = new std::array<v1::Policy, kNumPolicies>;
+    for (const PolicyInfo& row : PolicyTable()) {
+      std::string name = absl::StrCat("POLICY_", row.name);
+      for (char& c : name) c = c == '-' ? '_' : absl::ascii_toupper(c);
+      v1::Policy value = v1::POLICY_UNSPECIFIED;
+      if (!v1::Policy_Parse(name, &value)) value = v1::POLICY_UNSPECIFIED;
+      (*out)[static_cast<int>(row.policy)] = value;
+    }
+    return out;
+  }();
+  return *values;
+}
 
 }  // namespace
 
 v1::Policy PolicyToProto(Policy policy) {
-  for (const PolicyPair& p : kPolicies) {
-    if (p.policy == policy) return p.proto;
-  }
-  return v1::POLICY_UNSPECIFIED;
+  return ProtoPolicies()[static_cast<int>(policy)];
 }
 
 absl::StatusOr<Policy> PolicyFromProto(v1::Policy policy,
                                        absl::string_view field) {
-  for (const PolicyPair& p : kPolicies) {
-    if (p.proto == policy) return p.policy;
+  if (policy != v1::POLICY_UNSPECIFIED) {
+    for (const PolicyInfo& row : PolicyTable()) {
+      if (PolicyToProto(row.policy) == policy) return row.policy;
+    }
   }
   return InvalidField(field,
                       "must be a known policy other than POLICY_UNSPECIFIED");

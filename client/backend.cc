@@ -1,9 +1,14 @@
 #include "client/backend.h"
 
+#include <future>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/file.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 #include "service/grpc_status.h"
 #include "service/service_core.h"
 
@@ -14,109 +19,56 @@ class Local : public Backend {
  public:
   explicit Local(absl::Duration deadline) : deadline_(deadline) {}
 
-  absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& r) override {
-    return Timed(core_.Plan(r, Stop()));
-  }
-  absl::StatusOr<v1::SimulateResponse> Simulate(
-      const v1::SimulateRequest& r) override {
-    return core_.Simulate(r, Stop());
-  }
-  absl::StatusOr<v1::CompareResponse> Compare(
-      const v1::CompareRequest& r) override {
-    return Timed(core_.Compare(r, Stop()));
-  }
-  absl::StatusOr<v1::FrontierResponse> Frontier(
-      const v1::FrontierRequest& r) override {
-    return Timed(core_.Frontier(r, Stop()));
-  }
-  absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
-      const v1::GenerateTraceRequest& r) override {
-    return core_.GenerateTrace(r);
-  }
-  absl::StatusOr<v1::PlanNodeResponse> PlanNode(
-      const v1::PlanNodeRequest& r) override {
-    return Timed(core_.PlanNode(r, Stop()));
+ protected:
+  absl::Status Invoke(Method method, const google::protobuf::Message& request,
+                      google::protobuf::Message& response) override {
+    const absl::Time end = absl::Now() + deadline_;
+    const StopFunction stop = [end] { return absl::Now() > end; };
+    return VisitMethod(method, [&](auto m) -> absl::Status {
+      using Row = Rpc<decltype(m)::value>;
+      absl::StatusOr<typename Row::Response> result = Row::Run(
+          core_, static_cast<const typename Row::Request&>(request), stop);
+      if (absl::IsCancelled(result.status())) {
+        return absl::DeadlineExceededError(
+            "the deadline passed before the work was done");
+      }
+      if (!result.ok()) return result.status();
+      static_cast<typename Row::Response&>(response) = *std::move(result);
+      return absl::OkStatus();
+    });
   }
 
  private:
-  StopFunction Stop() {
-    const absl::Time end = absl::Now() + deadline_;
-    return [end] { return absl::Now() > end; };
-  }
-  template <typename T>
-  absl::StatusOr<T> Timed(absl::StatusOr<T> result) {
-    if (absl::IsCancelled(result.status())) {
-      return absl::DeadlineExceededError(
-          "the deadline passed before the work was done");
-    }
-    return result;
-  }
-
   absl::Duration deadline_;
   ServiceCore core_;
 };
 
+// Every method through one generic stub, by its path (service/rpcs.h).
 class Remote : public Backend {
  public:
   Remote(std::shared_ptr<grpc::Channel> channel, absl::Duration deadline)
-      : stub_(v1::PlannerService::NewStub(channel)), deadline_(deadline) {}
+      : stub_(std::move(channel)), deadline_(deadline) {}
 
-  absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& r) override {
-    return Call<v1::PlanResponse>(
-        [&](grpc::ClientContext* c, v1::PlanResponse* out) {
-          return stub_->Plan(c, r, out);
-        });
-  }
-  absl::StatusOr<v1::SimulateResponse> Simulate(
-      const v1::SimulateRequest& r) override {
-    return Call<v1::SimulateResponse>(
-        [&](grpc::ClientContext* c, v1::SimulateResponse* out) {
-          return stub_->Simulate(c, r, out);
-        });
-  }
-  absl::StatusOr<v1::CompareResponse> Compare(
-      const v1::CompareRequest& r) override {
-    return Call<v1::CompareResponse>(
-        [&](grpc::ClientContext* c, v1::CompareResponse* out) {
-          return stub_->Compare(c, r, out);
-        });
-  }
-  absl::StatusOr<v1::FrontierResponse> Frontier(
-      const v1::FrontierRequest& r) override {
-    return Call<v1::FrontierResponse>(
-        [&](grpc::ClientContext* c, v1::FrontierResponse* out) {
-          return stub_->Frontier(c, r, out);
-        });
-  }
-  absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
-      const v1::GenerateTraceRequest& r) override {
-    return Call<v1::GenerateTraceResponse>(
-        [&](grpc::ClientContext* c, v1::GenerateTraceResponse* out) {
-          return stub_->GenerateTrace(c, r, out);
-        });
-  }
-  absl::StatusOr<v1::PlanNodeResponse> PlanNode(
-      const v1::PlanNodeRequest& r) override {
-    return Call<v1::PlanNodeResponse>(
-        [&](grpc::ClientContext* c, v1::PlanNodeResponse* out) {
-          return stub_->PlanNode(c, r, out);
-        });
-  }
-
- private:
-  template <typename T, typename F>
-  absl::StatusOr<T> Call(const F& rpc) {
+ protected:
+  absl::Status Invoke(Method method, const google::protobuf::Message& request,
+                      google::protobuf::Message& response) override {
     grpc::ClientContext context;
     context.set_deadline(
         std::chrono::system_clock::now() +
         std::chrono::milliseconds(absl::ToInt64Milliseconds(deadline_)));
-    T response;
-    const grpc::Status status = rpc(&context, &response);
+    std::promise<grpc::Status> done;
+    stub_.UnaryCall(&context, MethodPath(method), grpc::StubOptions(), &request,
+                    &response,
+                    [&done](grpc::Status status) { done.set_value(status); });
+    const grpc::Status status = done.get_future().get();
     if (!status.ok()) return FromGrpcStatus(status);
-    return response;
+    return absl::OkStatus();
   }
 
-  std::unique_ptr<v1::PlannerService::Stub> stub_;
+ private:
+  grpc::TemplatedGenericStub<google::protobuf::Message,
+                             google::protobuf::Message>
+      stub_;
   absl::Duration deadline_;
 };
 

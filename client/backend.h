@@ -11,25 +11,32 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "slackswap/v1/service.grpc.pb.h"
+#include "google/protobuf/message.h"
+#include "grpcpp/channel.h"
+#include "service/rpcs.h"
 
 namespace slackswap {
 
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual absl::StatusOr<v1::PlanResponse> Plan(
-      const v1::PlanRequest& request) = 0;
-  virtual absl::StatusOr<v1::SimulateResponse> Simulate(
-      const v1::SimulateRequest& request) = 0;
-  virtual absl::StatusOr<v1::CompareResponse> Compare(
-      const v1::CompareRequest& request) = 0;
-  virtual absl::StatusOr<v1::FrontierResponse> Frontier(
-      const v1::FrontierRequest& request) = 0;
-  virtual absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
-      const v1::GenerateTraceRequest& request) = 0;
-  virtual absl::StatusOr<v1::PlanNodeResponse> PlanNode(
-      const v1::PlanNodeRequest& request) = 0;
+
+  // The RPC `M` (a row of service/rpcs.h).
+  template <Method M>
+  absl::StatusOr<typename Rpc<M>::Response> Call(
+      const typename Rpc<M>::Request& request) {
+    typename Rpc<M>::Response response;
+    const absl::Status status = Invoke(M, request, response);
+    if (!status.ok()) return status;
+    return response;
+  }
+
+ protected:
+  // The RPC `method` with `request` and `response` of its row's message
+  // types (Call<M> guarantees them).
+  virtual absl::Status Invoke(Method method,
+                              const google::protobuf::Message& request,
+                              google::protobuf::Message& response) = 0;
 };
 
 struct ConnectionOptions {

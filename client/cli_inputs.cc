@@ -173,7 +173,7 @@ absl::StatusOr<Inputs> LoadInputs(Backend& backend, int& exit_code) {
           kUsageExit);
     }
     absl::StatusOr<v1::GenerateTraceResponse> generated =
-        backend.GenerateTrace(*request);
+        backend.Call<Method::kGenerateTrace>(*request);
     if (!generated.ok()) return fail(generated.status(), kFailureExit);
     in.trace_proto = std::move(*generated->mutable_trace());
   }

@@ -37,7 +37,8 @@ int PlanCommand(Backend& backend) {
   if (!inputs.ok()) return exit_code;
   absl::StatusOr<v1::PlanRequest> request = PlanRequestFromFlags(*inputs);
   if (!request.ok()) return ExitFor(request.status(), kUsageExit);
-  absl::StatusOr<v1::PlanResponse> response = backend.Plan(*request);
+  absl::StatusOr<v1::PlanResponse> response =
+      backend.Call<Method::kPlan>(*request);
   if (!response.ok()) return ExitFor(response.status(), kFailureExit);
   const v1::PlanningReport& report = response->report();
   if (!absl::GetFlag(FLAGS_plan_out).empty()) {
@@ -121,7 +122,8 @@ int CompareCommand(Backend& backend) {
   *request.mutable_physics() = *physics;
   // The allocator's peak gets a column of its own when it is modelled.
   const bool reserved = physics->allocator() > v1::ALLOCATOR_MODEL_NONE;
-  absl::StatusOr<v1::CompareResponse> response = backend.Compare(request);
+  absl::StatusOr<v1::CompareResponse> response =
+      backend.Call<Method::kCompare>(request);
   if (!response.ok()) return ExitFor(response.status(), kFailureExit);
   const v1::Comparison& comparison = response->comparison();
   if (absl::GetFlag(FLAGS_json)) {
@@ -185,7 +187,8 @@ int FrontierCommand(Backend& backend) {
   }
   absl::Status flags = SetOptionsAndPhysics(request);
   if (!flags.ok()) return ExitFor(flags, kUsageExit);
-  absl::StatusOr<v1::FrontierResponse> response = backend.Frontier(request);
+  absl::StatusOr<v1::FrontierResponse> response =
+      backend.Call<Method::kFrontier>(request);
   if (!response.ok()) return ExitForCall(response.status());
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << ToJson(*response) << "\n";
@@ -266,13 +269,14 @@ int NodeCommand(Backend& backend) {
     generate.set_workload_preset(parts[0]);
     generate.set_hardware_preset(LooksLikePath(preset) ? "a100" : preset);
     absl::StatusOr<v1::GenerateTraceResponse> generated =
-        backend.GenerateTrace(generate);
+        backend.Call<Method::kGenerateTrace>(generate);
     if (!generated.ok()) return ExitFor(generated.status(), kUsageExit);
     *job->mutable_trace() = std::move(*generated->mutable_trace());
   }
   absl::Status flags = SetOptionsAndPhysics(request);
   if (!flags.ok()) return ExitFor(flags, kUsageExit);
-  absl::StatusOr<v1::PlanNodeResponse> response = backend.PlanNode(request);
+  absl::StatusOr<v1::PlanNodeResponse> response =
+      backend.Call<Method::kPlanNode>(request);
   if (!response.ok()) return ExitForCall(response.status());
   if (absl::GetFlag(FLAGS_json)) {
     v1::PlanNodeResponse printed = *response;

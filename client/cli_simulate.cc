@@ -36,7 +36,7 @@ int Generate(Backend& backend) {
                    kUsageExit);
   }
   absl::StatusOr<v1::GenerateTraceResponse> response =
-      backend.GenerateTrace(*request);
+      backend.Call<Method::kGenerateTrace>(*request);
   if (!response.ok()) return ExitFor(response.status(), kFailureExit);
   const std::string out = absl::GetFlag(FLAGS_out);
   if (!out.empty()) {
@@ -109,7 +109,8 @@ int SimulateCommand(Backend& backend) {
   absl::StatusOr<int64_t> budget =
       ResolveBudget(inputs->trace, request.budget());
   if (!budget.ok()) return ExitFor(budget.status(), kUsageExit);
-  absl::StatusOr<v1::SimulateResponse> response = backend.Simulate(request);
+  absl::StatusOr<v1::SimulateResponse> response =
+      backend.Call<Method::kSimulate>(request);
   if (!response.ok()) return ExitFor(response.status(), kFailureExit);
   if (!absl::GetFlag(FLAGS_plan_out).empty()) {
     const std::string path = absl::GetFlag(FLAGS_plan_out);

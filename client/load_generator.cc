@@ -21,6 +21,7 @@
 #include "base/usable_cpus.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "service/grpc_status.h"
+#include "service/rpcs.h"
 #include "service/service_core.h"
 
 namespace slackswap {
@@ -212,7 +213,7 @@ LoadReport RunRemote(const std::shared_ptr<grpc::Channel>& channel,
       ++issued;
     }
     call->reader = stub.PrepareUnaryCall(
-        &call->context, "/slackswap.v1.PlannerService/Plan", payload, &cq);
+        &call->context, MethodPath(Method::kPlan), payload, &cq);
     call->reader->StartCall();
     PendingCall* tag = call.release();
     tag->reader->Finish(&tag->response, &tag->status, tag);

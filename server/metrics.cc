@@ -26,20 +26,6 @@ prometheus::Histogram::BucketBoundaries DeviceBytes() {
   return bounds;
 }
 
-const char* PlanCallName(PlanCall call) {
-  switch (call) {
-    case PlanCall::kPlan:
-      return "Plan";
-    case PlanCall::kCompare:
-      return "Compare";
-    case PlanCall::kFrontier:
-      return "Frontier";
-    case PlanCall::kNode:
-      return "PlanNode";
-  }
-  return "";
-}
-
 int CodeIndex(grpc::StatusCode code) {
   const int i = static_cast<int>(code);
   return i >= 0 && i < kNumCodes ? i
@@ -47,24 +33,6 @@ int CodeIndex(grpc::StatusCode code) {
 }
 
 }  // namespace
-
-const char* MethodName(Method method) {
-  switch (method) {
-    case Method::kPlan:
-      return "Plan";
-    case Method::kSimulate:
-      return "Simulate";
-    case Method::kCompare:
-      return "Compare";
-    case Method::kFrontier:
-      return "Frontier";
-    case Method::kPlanNode:
-      return "PlanNode";
-    case Method::kGenerateTrace:
-      return "GenerateTrace";
-  }
-  return "";
-}
 
 ServerMetrics::ServerMetrics(prometheus::Registry& registry,
                              const std::string& version,
@@ -237,8 +205,9 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
   for (int p = 0; p < kNumPolicies; ++p) {
     const std::string policy = PolicyName(static_cast<Policy>(p));
     PerPolicy& m = policies_[p];
-    for (int c = 0; c < kNumPlanCalls; ++c) {
-      const std::string call = PlanCallName(static_cast<PlanCall>(c));
+    for (int c = 0; c < kNumMethods; ++c) {
+      if (!MethodPlans(static_cast<Method>(c))) continue;
+      const std::string call = MethodName(static_cast<Method>(c));
       const char* outcomes[] = {"planned", "infeasible", "no_plan_found"};
       for (int o = 0; o < 3; ++o) {
         m.outcome[c][o] = &plans.Add({{"grpc_method", call},
@@ -303,14 +272,16 @@ void ServerMetrics::CallRejected(Method method, grpc::StatusCode code,
   handling_[m]->Observe(absl::ToDoubleSeconds(took));
 }
 
-void ServerMetrics::Planned(PlanCall call, Policy policy,
+void ServerMetrics::Planned(Method call, Policy policy,
                             const PlanningResult& result, absl::Duration took) {
   PerPolicy& m = policies_[static_cast<int>(policy)];
   const int c = static_cast<int>(call);
   static_assert(static_cast<int>(PlanOutcome::kNoPlanFound) == 2,
                 "outcome labels are indexed by PlanOutcome");
-  m.outcome[c][static_cast<int>(result.Outcome())]->Increment();
-  if (call != PlanCall::kPlan) return;
+  prometheus::Counter* outcome =
+      m.outcome[c][static_cast<int>(result.Outcome())];
+  if (outcome != nullptr) outcome->Increment();
+  if (call != Method::kPlan) return;
   m.planning->Observe(absl::ToDoubleSeconds(took));
   m.repairs->Observe(result.stats.repair_iterations);
   if (!result.feasible) return;

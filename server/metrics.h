@@ -58,25 +58,14 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "service/rpcs.h"
 #include "service/service_core.h"
 
 namespace slackswap {
 
-// The RPCs, as metric labels; kGenerateTrace stays last.
-enum class Method {
-  kPlan,
-  kSimulate,
-  kCompare,
-  kFrontier,
-  kPlanNode,
-  kGenerateTrace
-};
-inline constexpr int kNumMethods = static_cast<int>(Method::kGenerateTrace) + 1;
 // The canonical status codes, 0 (OK) to UNAUTHENTICATED, the largest.
 inline constexpr int kNumCodes =
     static_cast<int>(grpc::StatusCode::UNAUTHENTICATED) + 1;
-
-const char* MethodName(Method method);
 
 class ServerMetrics : public PlanObserver {
  public:
@@ -100,14 +89,14 @@ class ServerMetrics : public PlanObserver {
   // request over the size limit), `took` after it arrived.
   void CallRejected(Method method, grpc::StatusCode code, absl::Duration took);
 
-  void Planned(PlanCall call, Policy policy, const PlanningResult& result,
+  void Planned(Method call, Policy policy, const PlanningResult& result,
                absl::Duration took) override;
 
  private:
   struct PerPolicy {
-    // By PlanCall.
-    // Per call, by PlanOutcome (planned, infeasible, no_plan_found).
-    std::array<std::array<prometheus::Counter*, 3>, kNumPlanCalls> outcome{};
+    // Per method that plans (null for the others), by PlanOutcome
+    // (planned, infeasible, no_plan_found).
+    std::array<std::array<prometheus::Counter*, 3>, kNumMethods> outcome{};
     prometheus::Histogram* throughput = nullptr;
     prometheus::Histogram* stall = nullptr;
     prometheus::Histogram* recompute = nullptr;

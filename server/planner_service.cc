@@ -325,14 +325,16 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
   return reactor;
 }
 
-template <typename Request, typename Call>
+template <Method M>
 grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
-    Method method, grpc::CallbackServerContext* context,
-    const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Call call) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  using Request = typename Rpc<M>::Request;
+  constexpr Method method = M;
   return Handle(
       method, context, static_cast<int64_t>(request->Length()),
-      [this, method, context, request, response, call = std::move(call)](
-          const StopFunction& stop, CallRecord& record) {
+      [this, context, request, response](const StopFunction& stop,
+                                         CallRecord& record) {
         google::protobuf::Arena arena(RequestArenaOptions());
         absl::StatusOr<ParsedRequest<Request>> parsed =
             ParseRequest<Request>(*request, arena, core_);
@@ -354,9 +356,17 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
           }
         }
         if (trace.has_value() && !trace->ok()) return trace->status();
-        auto result = call(
-            *message, stop, trace.has_value() ? &**trace : nullptr,
-            parsed->job_traces.has_value() ? &*parsed->job_traces : nullptr);
+        // The traces decoded from the bytes, else the message's own.
+        absl::StatusOr<typename Rpc<M>::Response> result =
+            trace.has_value() || parsed->job_traces.has_value()
+                ? Rpc<M>::Run(
+                      core_,
+                      Decoded<Request>{
+                          *message, trace.has_value() ? &**trace : nullptr,
+                          parsed->job_traces.has_value() ? &*parsed->job_traces
+                                                         : nullptr},
+                      stop)
+                : Rpc<M>::Run(core_, *message, stop);
         if (!result.ok()) return result.status();
         bool own_buffer = false;
         const grpc::Status written =
@@ -388,65 +398,37 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
 grpc::ServerUnaryReactor* PlannerServiceImpl::Plan(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Serve<v1::PlanRequest>(
-      Method::kPlan, context, request, response,
-      [this](const v1::PlanRequest& r, const StopFunction& stop,
-             const Trace* trace,
-             const std::vector<Trace>*) { return core_.Plan(r, stop, trace); });
+  return Serve<Method::kPlan>(context, request, response);
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Simulate(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Serve<v1::SimulateRequest>(
-      Method::kSimulate, context, request, response,
-      [this](const v1::SimulateRequest& r, const StopFunction& stop,
-             const Trace* trace, const std::vector<Trace>*) {
-        return core_.Simulate(r, stop, trace);
-      });
+  return Serve<Method::kSimulate>(context, request, response);
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Compare(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Serve<v1::CompareRequest>(
-      Method::kCompare, context, request, response,
-      [this](const v1::CompareRequest& r, const StopFunction& stop,
-             const Trace* trace, const std::vector<Trace>*) {
-        return core_.Compare(r, stop, trace);
-      });
+  return Serve<Method::kCompare>(context, request, response);
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Frontier(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Serve<v1::FrontierRequest>(
-      Method::kFrontier, context, request, response,
-      [this](const v1::FrontierRequest& r, const StopFunction& stop,
-             const Trace* trace, const std::vector<Trace>*) {
-        return core_.Frontier(r, stop, trace);
-      });
+  return Serve<Method::kFrontier>(context, request, response);
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::PlanNode(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Serve<v1::PlanNodeRequest>(
-      Method::kPlanNode, context, request, response,
-      [this](const v1::PlanNodeRequest& r, const StopFunction& stop,
-             const Trace*, const std::vector<Trace>* job_traces) {
-        return core_.PlanNode(r, stop, job_traces);
-      });
+  return Serve<Method::kPlanNode>(context, request, response);
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::GenerateTrace(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Serve<v1::GenerateTraceRequest>(
-      Method::kGenerateTrace, context, request, response,
-      [this](const v1::GenerateTraceRequest& r, const StopFunction&,
-             const Trace*,
-             const std::vector<Trace>*) { return core_.GenerateTrace(r); });
+  return Serve<Method::kGenerateTrace>(context, request, response);
 }
 
 }  // namespace slackswap

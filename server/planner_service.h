@@ -30,11 +30,14 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "server/call_log.h"
 #include "server/metrics.h"
+#include "service/rpcs.h"
 #include "service/service_core.h"
 #include "slackswap/v1/service.grpc.pb.h"
 
 namespace slackswap {
 
+// gRPC's generated service with every method raw: one layer per rpc, and one
+// handler each below, each a line that serves its row of service/rpcs.h.
 using RawPlannerService = v1::PlannerService::WithRawCallbackMethod_Plan<
     v1::PlannerService::WithRawCallbackMethod_Simulate<
         v1::PlannerService::WithRawCallbackMethod_Compare<
@@ -86,12 +89,12 @@ class PlannerServiceImpl final : public RawPlannerService {
   int planning_threads() const { return static_cast<int>(workers_.size()); }
 
  private:
-  // Parses the request, runs `call` on it and serializes its response.
-  template <typename Request, typename Call>
-  grpc::ServerUnaryReactor* Serve(Method method,
-                                  grpc::CallbackServerContext* context,
+  // Parses the request, runs the method's ServiceCore call on it
+  // (service/rpcs.h) and serializes its response.
+  template <Method M>
+  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request,
-                                  grpc::ByteBuffer* response, Call call);
+                                  grpc::ByteBuffer* response);
   // Admits the call or refuses it (over the concurrency limit, or a request
   // of `request_bytes` over max_message_bytes), then queues `work` to run in
   // arrival order and finish the call with its status.

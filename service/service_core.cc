@@ -228,13 +228,13 @@ absl::Status ServiceCore::CheckCost(const Trace& trace,
 }
 
 absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
-    PlanCall call, Policy policy, const Trace& trace, const Hardware& hardware,
+    Method call, Policy policy, const Trace& trace, const Hardware& hardware,
     int64_t budget, const PolicyOptions& options) const {
   const absl::Time start = absl::Now();
   SLACKSWAP_ASSIGN_OR_RETURN(
       PlanningResult result,
       RunPolicyWithinBudget(policy, trace, hardware, budget, options));
-  if (call != PlanCall::kFrontier)
+  if (call != Method::kFrontier)
     AddScaledReplays(trace, hardware, budget, options.memory, result);
   // The service's promise: a plan it calls feasible replays within its
   // budget. A policy that broke it is a bug, never an answer.
@@ -252,8 +252,21 @@ absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
 }
 
 absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
-    const v1::PlanRequest& request, const StopFunction& should_stop,
-    const Trace* decoded_trace) const {
+    const v1::PlanRequest& request, const StopFunction& should_stop) const {
+  return RunPlan(request, nullptr, should_stop);
+}
+
+absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
+    const Decoded<v1::PlanRequest>& request,
+    const StopFunction& should_stop) const {
+  if (request.trace == nullptr)
+    return absl::InternalError("Plan: a decoded trace expected");
+  return RunPlan(request.message, request.trace, should_stop);
+}
+
+absl::StatusOr<v1::PlanResponse> ServiceCore::RunPlan(
+    const v1::PlanRequest& request, const Trace* decoded_trace,
+    const StopFunction& should_stop) const {
   ScopedStop scope(&should_stop);
   Inputs in;
   SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
@@ -278,7 +291,7 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
   if (should_stop && should_stop()) return Stopped();
   const absl::Time start = absl::Now();
   SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult result,
-                             RunObserved(PlanCall::kPlan, policy, in.trace(),
+                             RunObserved(Method::kPlan, policy, in.trace(),
                                          in.hardware, budget, options));
   result.proven_floor_bytes = ComputeProvenFloor(in.trace()).bytes;
   // (The search is for resident budgets: not under a reserved one.)
@@ -295,8 +308,21 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::Plan(
 }
 
 absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
-    const v1::SimulateRequest& request, const StopFunction& should_stop,
-    const Trace* decoded_trace) const {
+    const v1::SimulateRequest& request, const StopFunction& should_stop) const {
+  return RunSimulate(request, nullptr, should_stop);
+}
+
+absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
+    const Decoded<v1::SimulateRequest>& request,
+    const StopFunction& should_stop) const {
+  if (request.trace == nullptr)
+    return absl::InternalError("Simulate: a decoded trace expected");
+  return RunSimulate(request.message, request.trace, should_stop);
+}
+
+absl::StatusOr<v1::SimulateResponse> ServiceCore::RunSimulate(
+    const v1::SimulateRequest& request, const Trace* decoded_trace,
+    const StopFunction& should_stop) const {
   ScopedStop scope(&should_stop);
   Inputs in;
   SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
@@ -335,8 +361,21 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::Simulate(
 }
 
 absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
-    const v1::CompareRequest& request, const StopFunction& should_stop,
-    const Trace* decoded_trace) const {
+    const v1::CompareRequest& request, const StopFunction& should_stop) const {
+  return RunCompare(request, nullptr, should_stop);
+}
+
+absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
+    const Decoded<v1::CompareRequest>& request,
+    const StopFunction& should_stop) const {
+  if (request.trace == nullptr)
+    return absl::InternalError("Compare: a decoded trace expected");
+  return RunCompare(request.message, request.trace, should_stop);
+}
+
+absl::StatusOr<v1::CompareResponse> ServiceCore::RunCompare(
+    const v1::CompareRequest& request, const Trace* decoded_trace,
+    const StopFunction& should_stop) const {
   ScopedStop scope(&should_stop);
   Inputs in;
   SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
@@ -405,7 +444,7 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
                              }));
       AddScaledReplays(in.trace(), in.hardware, budget, options.memory, result);
       if (observer_ != nullptr) {
-        observer_->Planned(PlanCall::kCompare, policy, result,
+        observer_->Planned(Method::kCompare, policy, result,
                            absl::Now() - start);
       }
       v1::ComparisonEntry* entry = comparison.add_entries();
@@ -425,8 +464,21 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::Compare(
 }
 
 absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
-    const v1::FrontierRequest& request, const StopFunction& should_stop,
-    const Trace* decoded_trace) const {
+    const v1::FrontierRequest& request, const StopFunction& should_stop) const {
+  return RunFrontier(request, nullptr, should_stop);
+}
+
+absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
+    const Decoded<v1::FrontierRequest>& request,
+    const StopFunction& should_stop) const {
+  if (request.trace == nullptr)
+    return absl::InternalError("Frontier: a decoded trace expected");
+  return RunFrontier(request.message, request.trace, should_stop);
+}
+
+absl::StatusOr<v1::FrontierResponse> ServiceCore::RunFrontier(
+    const v1::FrontierRequest& request, const Trace* decoded_trace,
+    const StopFunction& should_stop) const {
   ScopedStop scope(&should_stop);
   Inputs in;
   SLACKSWAP_RETURN_IF_ERROR(Convert(request.trace(), decoded_trace,
@@ -476,7 +528,7 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
       ComputeFrontier(in.trace(), fractions, target,
                       [&](int64_t budget) -> absl::StatusOr<PlanningResult> {
                         if (should_stop && should_stop()) return Stopped();
-                        return RunObserved(PlanCall::kFrontier,
+                        return RunObserved(Method::kFrontier,
                                            Policy::kSlackSwap, in.trace(),
                                            in.hardware, budget, options);
                       }));
@@ -498,8 +550,22 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::Frontier(
 }
 
 absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
-    const v1::PlanNodeRequest& request, const StopFunction& should_stop,
-    const std::vector<Trace>* decoded_traces) const {
+    const v1::PlanNodeRequest& request, const StopFunction& should_stop) const {
+  return RunPlanNode(request, nullptr, should_stop);
+}
+
+absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
+    const Decoded<v1::PlanNodeRequest>& request,
+    const StopFunction& should_stop) const {
+  if (request.job_traces == nullptr)
+    return absl::InternalError("PlanNode: decoded job traces expected");
+  return RunPlanNode(request.message, request.job_traces, should_stop);
+}
+
+absl::StatusOr<v1::PlanNodeResponse> ServiceCore::RunPlanNode(
+    const v1::PlanNodeRequest& request,
+    const std::vector<Trace>* decoded_traces,
+    const StopFunction& should_stop) const {
   ScopedStop scope(&should_stop);
   FieldViolations v;
   if (request.jobs_size() == 0 || request.jobs_size() > kMaxNodeJobs) {
@@ -611,7 +677,7 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
   for (size_t j = 0; j < plan.jobs.size(); ++j) {
     const NodePlanJobResult& r = plan.jobs[j];
     if (observer_ != nullptr) {
-      observer_->Planned(PlanCall::kNode, jobs[j].policy, r.planned,
+      observer_->Planned(Method::kPlanNode, jobs[j].policy, r.planned,
                          absl::Now() - start);
     }
     v1::NodeJobReport* out = response.add_jobs();
@@ -636,7 +702,7 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::PlanNode(
 }
 
 absl::StatusOr<v1::GenerateTraceResponse> ServiceCore::GenerateTrace(
-    const v1::GenerateTraceRequest& request) const {
+    const v1::GenerateTraceRequest& request, const StopFunction&) const {
   FieldViolations v;
   absl::StatusOr<WorkloadSpec> spec = WorkloadPreset(request.workload_preset());
   if (!spec.ok())

@@ -28,24 +28,23 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "planner/policies.h"
+#include "service/method.h"
 #include "simulator/trace.h"
 #include "simulator/workload.h"
 #include "slackswap/v1/service.pb.h"
 
 namespace slackswap {
 
-// The call a plan was made for: a Plan call's answer, or one entry of a
-// comparison or one point of a frontier (what-ifs, which must not skew the
-// quality of the plans that clients apply).
-enum class PlanCall { kPlan, kCompare, kFrontier, kNode };
-inline constexpr int kNumPlanCalls = static_cast<int>(PlanCall::kNode) + 1;
-
 // Told about every plan the service makes (for metrics).
 class PlanObserver {
  public:
   virtual ~PlanObserver() = default;
-  virtual void Planned(PlanCall call, Policy policy,
-                       const PlanningResult& result, absl::Duration took) = 0;
+  // `call`: the RPC the plan was made for: a Plan call's answer, or one
+  // entry of a comparison, one point of a frontier or one job of a node
+  // (what-ifs, which must not skew the quality of the plans that clients
+  // apply).
+  virtual void Planned(Method call, Policy policy, const PlanningResult& result,
+                       absl::Duration took) = 0;
 };
 
 // What one call may cost, checked before any planning starts; 0 turns a
@@ -104,6 +103,18 @@ struct CostContext {
   std::string held_note;
 };
 
+// A request whose traces were decoded from its bytes (the server decodes them
+// with TraceFromWire and parses the rest without them): the message, whose
+// trace fields are not read, and the traces.
+template <typename Request>
+struct Decoded {
+  const Request& message;
+  // Requests with a `trace`: it, decoded.
+  const Trace* trace = nullptr;
+  // PlanNodeRequest: each job's trace, decoded, in job order.
+  const std::vector<Trace>* job_traces = nullptr;
+};
+
 class ServiceCore {
  public:
   // `observer` may be null; otherwise it must outlive the core.
@@ -111,23 +122,46 @@ class ServiceCore {
                        CallLimits limits = CallLimits())
       : observer_(observer), limits_(limits) {}
 
-  // `decoded_trace`, when not null, is the request's trace already converted
-  // (the server decodes it from the request bytes: TraceFromWire), and
-  // request.trace() is not read.
-  absl::StatusOr<v1::PlanResponse> Plan(
-      const v1::PlanRequest& request, const StopFunction& should_stop,
-      const Trace* decoded_trace = nullptr) const;
+  // Each call in two forms, one row each in service/rpcs.h: a message whose
+  // traces are converted here (the CLI's), and a Decoded request (the
+  // server's). Both answer alike.
+  absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request,
+                                        const StopFunction& should_stop) const;
+  absl::StatusOr<v1::PlanResponse> Plan(const Decoded<v1::PlanRequest>& request,
+                                        const StopFunction& should_stop) const;
   absl::StatusOr<v1::SimulateResponse> Simulate(
-      const v1::SimulateRequest& request, const StopFunction& should_stop,
-      const Trace* decoded_trace = nullptr) const;
+      const v1::SimulateRequest& request,
+      const StopFunction& should_stop) const;
+  absl::StatusOr<v1::SimulateResponse> Simulate(
+      const Decoded<v1::SimulateRequest>& request,
+      const StopFunction& should_stop) const;
   absl::StatusOr<v1::CompareResponse> Compare(
-      const v1::CompareRequest& request, const StopFunction& should_stop,
-      const Trace* decoded_trace = nullptr) const;
+      const v1::CompareRequest& request, const StopFunction& should_stop) const;
+  absl::StatusOr<v1::CompareResponse> Compare(
+      const Decoded<v1::CompareRequest>& request,
+      const StopFunction& should_stop) const;
   absl::StatusOr<v1::FrontierResponse> Frontier(
-      const v1::FrontierRequest& request, const StopFunction& should_stop,
-      const Trace* decoded_trace = nullptr) const;
+      const v1::FrontierRequest& request,
+      const StopFunction& should_stop) const;
+  absl::StatusOr<v1::FrontierResponse> Frontier(
+      const Decoded<v1::FrontierRequest>& request,
+      const StopFunction& should_stop) const;
+  absl::StatusOr<v1::PlanNodeResponse> PlanNode(
+      const v1::PlanNodeRequest& request,
+      const StopFunction& should_stop) const;
+  absl::StatusOr<v1::PlanNodeResponse> PlanNode(
+      const Decoded<v1::PlanNodeRequest>& request,
+      const StopFunction& should_stop) const;
+  // Makes no plan: `should_stop` is not asked.
   absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
-      const v1::GenerateTraceRequest& request) const;
+      const v1::GenerateTraceRequest& request,
+      const StopFunction& should_stop = nullptr) const;
+  absl::StatusOr<v1::GenerateTraceResponse> GenerateTrace(
+      const Decoded<v1::GenerateTraceRequest>& request,
+      const StopFunction& should_stop) const {
+    return GenerateTrace(request.message, should_stop);
+  }
+
   // Checks a serialized request (of the type the first argument points to;
   // null is fine) from its bytes, before protobuf builds it
   // (request_precheck.cc): the counts of its repeated fields and its traces'
@@ -147,12 +181,6 @@ class ServiceCore {
   absl::Status CheckRequestBytes(const v1::GenerateTraceRequest*,
                                  absl::string_view bytes) const;
 
-  // `decoded_traces`, when not null, holds each job's trace already
-  // converted, in job order, and the jobs' traces are not read.
-  absl::StatusOr<v1::PlanNodeResponse> PlanNode(
-      const v1::PlanNodeRequest& request, const StopFunction& should_stop,
-      const std::vector<Trace>* decoded_traces = nullptr) const;
-
  private:
   // RESOURCE_EXHAUSTED when `runs_per_policy` runs of each policy on
   // `hardware`, with what `context` says the call holds already, would pass a
@@ -167,10 +195,26 @@ class ServiceCore {
   absl::Status CheckTraceBytes(absl::string_view message, int trace_field,
                                absl::string_view field_path,
                                int64_t& held_bytes) const;
+  // The calls, with the request's trace decoded (non-null) or to be
+  // converted from the message (null).
+  absl::StatusOr<v1::PlanResponse> RunPlan(const v1::PlanRequest& request,
+                                           const Trace* decoded,
+                                           const StopFunction& stop) const;
+  absl::StatusOr<v1::SimulateResponse> RunSimulate(
+      const v1::SimulateRequest& request, const Trace* decoded,
+      const StopFunction& stop) const;
+  absl::StatusOr<v1::CompareResponse> RunCompare(
+      const v1::CompareRequest& request, const Trace* decoded,
+      const StopFunction& stop) const;
+  absl::StatusOr<v1::FrontierResponse> RunFrontier(
+      const v1::FrontierRequest& request, const Trace* decoded,
+      const StopFunction& stop) const;
+  absl::StatusOr<v1::PlanNodeResponse> RunPlanNode(
+      const v1::PlanNodeRequest& request, const std::vector<Trace>* decoded,
+      const StopFunction& stop) const;
   absl::StatusOr<PlanningResult> RunObserved(
-      PlanCall call, Policy policy, const Trace& trace,
-      const Hardware& hardware, int64_t budget,
-      const PolicyOptions& options) const;
+      Method call, Policy policy, const Trace& trace, const Hardware& hardware,
+      int64_t budget, const PolicyOptions& options) const;
 
   PlanObserver* observer_;
   const CallLimits limits_;

@@ -79,7 +79,8 @@ def timed_step(device, body):
     return time.perf_counter() - start, 0, 0
 
 
-def main():
+def parse_args():
+    """The command line, with --cpu-smoke's tiny model: (args, device)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--server-bin", required=True)
     parser.add_argument("--out", default="docs/measurements.md")
@@ -100,12 +101,18 @@ def main():
         raise SystemExit("no CUDA device (use --cpu-smoke to check the script on CPU)")
     else:
         device = torch.device("cuda")
+    return args, device
+
+
+def profiled_step(args, device):
+    """The step to measure, (model, tokens, loss_fn); the hardware, with the
+    link measured; and the step's trace: (step, hardware, trace)."""
     os.environ.setdefault("SLACKSWAP_PROTO_DIR",
                           os.path.normpath(os.path.join(HERE, "..", "..", "..", "proto")))
     import models
-    from slackswap_client import Client, Runtime, profile, stubs
+    from slackswap_client import profile, stubs
     stubs.load()
-    from slackswap.v1 import hardware_pb2, simulation_pb2
+    from slackswap.v1 import hardware_pb2
 
     torch.manual_seed(0)
     vocab = 64 if args.cpu_smoke else 4096
@@ -120,6 +127,17 @@ def main():
         if device.type == "cuda" else 1 << 40)
     model.zero_grad(set_to_none=True)
     trace = profile(model, (tokens,), loss_fn, timing="measured")
+    return (model, tokens, loss_fn), hardware, trace
+
+
+def measure_plans(args, device, step, hardware, trace):
+    """The step run plainly, then under SlackSwap's plan for each budget (from
+    a server started here): ((seconds, activation bytes) of the plain step,
+    rows of (fraction, report, seconds, activation, reserved), the last three
+    None where the budget has no plan)."""
+    from slackswap_client import Client, Runtime
+    from slackswap.v1 import simulation_pb2
+    model, tokens, loss_fn = step
 
     def plain():
         model.zero_grad(set_to_none=True)
@@ -161,7 +179,13 @@ def main():
         proc.terminate()
         proc.wait(timeout=30)
         proc.stdout.close()
+    return (plain_s, plain_bytes), rows
 
+
+def report_lines(args, hardware, trace, plain, rows):
+    """The Markdown report of the measurements, line by line."""
+    d2h, h2d = hardware.d2h_bytes_per_second, hardware.h2d_bytes_per_second
+    plain_s, plain_bytes = plain
     saved = sum(t.size_bytes for t in trace.tensors)
     ideal_ms = sum(op.duration_ns for op in trace.operators) / 1e6
     lines = [
@@ -169,7 +193,8 @@ def main():
         "",
         "Regenerate on a CUDA machine with",
         "`/usr/bin/python3 client/python/examples/measure_runtime.py --server-bin "
-        "build/server/slackswap-server --out docs/measurements.md` (after `bash scripts/build.sh`).",
+        "build/server/slackswap-server --out docs/measurements.md` "
+        "(after `bash scripts/build.sh`).",
         "",
         f"Run {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')} on "
         f"{hardware.name}, PyTorch {torch.__version__}. Link (pinned, median): D2H "
@@ -206,6 +231,14 @@ def main():
         "from an emptied cache; the prediction models the saved activations' and "
         "workspaces' allocations only.",
     ]
+    return lines
+
+
+def main():
+    args, device = parse_args()
+    step, hardware, trace = profiled_step(args, device)
+    plain, rows = measure_plans(args, device, step, hardware, trace)
+    lines = report_lines(args, hardware, trace, plain, rows)
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {args.out}")

@@ -57,7 +57,7 @@ def _decode_error(error):
     return PlanningError(error.code(), error.details() or "", violations)
 
 
-# The retry policy docs/service.md recommends (tests/server/e2e_test.py
+# The retry policy docs/service.md recommends (tests/server/limits_e2e_test.py
 # checks that they agree and that it rides out a busy replica): a replica that drains refuses new calls with
 # UNAVAILABLE and cancels those it received but had not started (CANCELLED);
 # a busy one answers RESOURCE_EXHAUSTED with a pushback of when to retry, and

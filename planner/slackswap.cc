@@ -53,110 +53,166 @@ int64_t MaxSlackSwapReplays(const Trace& trace, const PlannerOptions& options) {
               : 0);
 }
 
-absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
-                                             const Hardware& hardware,
-                                             int64_t budget_bytes,
-                                             const PlannerOptions& options) {
-  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware));
-  StopPoll stop(options.should_stop, 16);
-  // On a shared uplink the passes budget the link each rank gets while all
-  // copy at once (exact for ranks in lockstep); the replays apply the node
-  // physics as they are. The bound may use the share only when no skew
-  // lets a rank find the uplink to itself.
-  const Hardware link = LockstepShare(hardware);
-  PlanningResult result;
-  result.per_layer_barriers = options.per_layer_barriers;
-  result.lower_bound =
-      ComputeLowerBound(trace, hardware.rank_skew_ns == 0 ? link : hardware,
-                        budget_bytes, options.linear_program_bound);
-  SimulationOptions sim;
-  sim.budget_bytes = budget_bytes;
-  sim.per_layer_barriers = options.per_layer_barriers;
-  sim.prefetch_admission = options.prefetch_admission;
+namespace {
 
-  const IdealTimeline timeline(trace);
-  PlanDraft draft(trace);
-  auto replay = [&](const Plan& plan, bool timeline_wanted) {
-    SimulationOptions o = sim;
-    o.record_timeline = timeline_wanted;
-    return SimulateSchedule(trace, hardware, plan, DeriveSchedule(trace, plan),
-                            o);
-  };
-
-  if (!result.lower_bound.feasible) {
-    result.feasible = false;
-    result.reason = result.lower_bound.reason;
-    result.plan = draft.plan();
-    result.replay = replay(result.plan, false);
-    return result;
+// One SlackSwap plan, phase by phase (docs/planner.md): the two passes on a
+// plan draft, validation and repair in the event model, the improvement
+// step from a few starting points, and the anytime search. Each phase keeps
+// the fastest feasible plan in `result_`; a stopped phase returns
+// PlanningStopped().
+class SlackSwapRun {
+ public:
+  SlackSwapRun(const Trace& trace, const Hardware& hardware,
+               int64_t budget_bytes, const PlannerOptions& options)
+      : trace_(trace),
+        hardware_(hardware),
+        budget_(budget_bytes),
+        options_(options),
+        stop_(options.should_stop, 16),
+        // On a shared uplink the passes budget the link each rank gets while
+        // all copy at once (exact for ranks in lockstep); the replays apply
+        // the node physics as they are.
+        link_(LockstepShare(hardware)),
+        timeline_(trace),
+        draft_(trace),
+        run_start_(BlockRunStarts(trace)),
+        lead_ns_(trace.tensors.size(), 0),
+        issue_at_need_(trace.tensors.size(), 0),
+        recompute_(trace, draft_, &stop_) {
+    sim_.budget_bytes = budget_bytes;
+    sim_.per_layer_barriers = options.per_layer_barriers;
+    sim_.prefetch_admission = options.prefetch_admission;
   }
 
-  // Swapped tensors' forward copies must be freed by the time the all-keep
-  // peak needs the room: the excess is what the link is asked to move.
-  const std::vector<int32_t> run_start = BlockRunStarts(trace);
-  std::vector<int64_t> lead_ns(trace.tensors.size(), 0);
-  std::vector<uint8_t> issue_at_need(trace.tensors.size(), 0);
-  const std::vector<int32_t> swaps =
-      SelectSwaps(trace, link, timeline, budget_bytes, options);
-  result.stats.swaps_admitted = static_cast<int32_t>(swaps.size());
-  for (int32_t t : swaps)
-    draft.SetSwap(t, trace.tensors[t].last_forward_use,
-                  trace.first_backward_op());
-  PlaceSwaps(trace, link, timeline, run_start, options.per_layer_barriers,
-             lead_ns, issue_at_need, draft);
-
-  if (stop.StopNow()) return PlanningStopped();
-  RecomputePass recompute(trace, draft, &stop);
-  recompute.Run(budget_bytes, result.stats);
-  if (stop.stopped()) return PlanningStopped();
-  PlaceSwaps(trace, link, timeline, run_start, options.per_layer_barriers,
-             lead_ns, issue_at_need, draft);
-
-  // Validation and repair.
-  std::vector<int32_t> admitted = swaps;  // still-swapped, in admission order
-  bool have_best = false;
-  for (int iteration = 0; iteration < options.max_repair_iterations;
-       ++iteration) {
-    if (stop.StopNow()) return PlanningStopped();
-    const SimulationResult r = replay(draft.plan(), true);
-    if (r.feasible &&
-        (!have_best || r.iteration_ns < result.replay.iteration_ns)) {
-      have_best = true;
-      result.plan = draft.plan();
-      result.replay = r;
-      result.replay.timeline.clear();
+  absl::StatusOr<PlanningResult> Run() {
+    result_.per_layer_barriers = options_.per_layer_barriers;
+    // The bound may use the lockstep share only when no skew lets a rank
+    // find the uplink to itself.
+    result_.lower_bound = ComputeLowerBound(
+        trace_, hardware_.rank_skew_ns == 0 ? link_ : hardware_, budget_,
+        options_.linear_program_bound);
+    if (!result_.lower_bound.feasible) {
+      result_.feasible = false;
+      result_.reason = result_.lower_bound.reason;
+      result_.plan = draft_.plan();
+      result_.replay = Replay(result_.plan, false);
+      return result_;
     }
+    SLACKSWAP_RETURN_IF_ERROR(Passes());
+    SLACKSWAP_RETURN_IF_ERROR(Repair());
+    result_.stats.draft_lifetime_updates = draft_.lifetime_updates();
+    if (options_.polish_work > 0) SLACKSWAP_RETURN_IF_ERROR(Improve());
+    SLACKSWAP_RETURN_IF_ERROR(Search());
+    if (!have_best_) {
+      result_.feasible = false;
+      result_.plan = draft_.plan();
+      result_.replay = Replay(result_.plan, false);
+      result_.reason = result_.replay.feasible
+                           ? "no plan within the repair budget"
+                           : result_.replay.infeasibility.reason;
+    }
+    return result_;
+  }
+
+ private:
+  SimulationResult Replay(const Plan& plan, bool timeline_wanted) const {
+    SimulationOptions o = sim_;
+    o.record_timeline = timeline_wanted;
+    return SimulateSchedule(trace_, hardware_, plan,
+                            DeriveSchedule(trace_, plan), o);
+  }
+
+  // Keeps `plan` if it is feasible and faster than the best so far.
+  bool Offer(Plan& plan, SimulationResult& replayed) {
+    if (!replayed.feasible ||
+        (have_best_ && replayed.iteration_ns >= result_.replay.iteration_ns)) {
+      return false;
+    }
+    have_best_ = true;
+    result_.plan = std::move(plan);
+    result_.replay = std::move(replayed);
+    return true;
+  }
+
+  void PlaceSwaps() {
+    slackswap::PlaceSwaps(trace_, link_, timeline_, run_start_,
+                          options_.per_layer_barriers, lead_ns_, issue_at_need_,
+                          draft_);
+  }
+
+  // Pass 1 spends the link budget (swapped tensors' forward copies must be
+  // freed by the time the all-keep peak needs the room: the excess is what
+  // the link is asked to move); pass 2 recomputes the cheapest bytes.
+  absl::Status Passes() {
+    admitted_ = SelectSwaps(trace_, link_, timeline_, budget_, options_);
+    result_.stats.swaps_admitted = static_cast<int32_t>(admitted_.size());
+    for (int32_t t : admitted_) {
+      draft_.SetSwap(t, trace_.tensors[t].last_forward_use,
+                     trace_.first_backward_op());
+    }
+    PlaceSwaps();
+    if (stop_.StopNow()) return PlanningStopped();
+    recompute_.Run(budget_, result_.stats);
+    if (stop_.stopped()) return PlanningStopped();
+    PlaceSwaps();
+    return absl::OkStatus();
+  }
+
+  // Validation and repair: replay, change the draft where the replay shows
+  // a problem, until it shows none or the iterations run out.
+  absl::Status Repair() {
+    for (int iteration = 0; iteration < options_.max_repair_iterations;
+         ++iteration) {
+      if (stop_.StopNow()) return PlanningStopped();
+      SimulationResult r = Replay(draft_.plan(), true);
+      if (r.feasible &&
+          (!have_best_ || r.iteration_ns < result_.replay.iteration_ns)) {
+        have_best_ = true;
+        result_.plan = draft_.plan();
+        result_.replay = r;
+        result_.replay.timeline.clear();
+      }
+      const int changes = RepairChanges(r);
+      if (changes == 0) break;
+      ++result_.stats.repair_iterations;
+      result_.stats.repairs += changes;
+      recompute_.Run(budget_, result_.stats);
+      if (stop_.stopped()) return PlanningStopped();
+      PlaceSwaps();
+    }
+    return absl::OkStatus();
+  }
+
+  // The draft's changes for what replay `r` shows (docs/planner.md's repair
+  // table); how many.
+  int RepairChanges(const SimulationResult& r) {
     int changes = 0;
     if (!r.feasible) {
       // Memory that does not fit where the replay gave up: recompute there.
       const int32_t op = r.infeasibility.op;
       const int64_t short_by = r.infeasibility.bytes_needed +
-                               r.infeasibility.bytes_resident - budget_bytes;
-      if (recompute.RecomputeAt(op, short_by, result.stats)) {
-        ++changes;
-      } else {
-        // Nothing left to recompute there: prefetches that arrived early
-        // hold the memory. Issue them at their need instead.
-        for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-          if (draft.decision(t) == Decision::kSwap && !issue_at_need[t] &&
-              draft.need(t) > op && draft.plan().prefetch_issue_op[t] <= op) {
-            issue_at_need[t] = 1;
-            ++changes;
-          }
+                               r.infeasibility.bytes_resident - budget_;
+      if (recompute_.RecomputeAt(op, short_by, result_.stats)) return 1;
+      // Nothing left to recompute there: prefetches that arrived early
+      // hold the memory. Issue them at their need instead.
+      for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+        if (draft_.decision(t) == Decision::kSwap && !issue_at_need_[t] &&
+            draft_.need(t) > op && draft_.plan().prefetch_issue_op[t] <= op) {
+          issue_at_need_[t] = 1;
+          ++changes;
         }
       }
     } else if (r.last_offload_lag_ns > 0 && r.memory_wait_ns > 0) {
       // Offloads lag past the forward pass and the compute stream waited for
       // the memory they hold: drop the latest admitted swap.
-      while (!admitted.empty() &&
-             draft.decision(admitted.back()) != Decision::kSwap) {
-        admitted.pop_back();
+      while (!admitted_.empty() &&
+             draft_.decision(admitted_.back()) != Decision::kSwap) {
+        admitted_.pop_back();
       }
-      if (!admitted.empty()) {
-        const int32_t t = admitted.back();
-        admitted.pop_back();
-        Unswap(trace, t, draft);
+      if (!admitted_.empty()) {
+        const int32_t t = admitted_.back();
+        admitted_.pop_back();
+        Unswap(trace_, t, draft_);
         ++changes;
       }
     } else if (r.prefetch_wait_ns > 0) {
@@ -164,158 +220,180 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
       // before its need: free memory there (what a memory wait gets);
       // otherwise issue late prefetches earlier.
       if (r.held_prefetch_op >= 0 &&
-          recompute.RecomputeAt(r.held_prefetch_op,
-                                r.held_prefetch_excess_bytes, result.stats)) {
+          recompute_.RecomputeAt(r.held_prefetch_op,
+                                 r.held_prefetch_excess_bytes, result_.stats)) {
         ++changes;
       } else {
-        changes += RepairLatePrefetches(trace, r, lead_ns, draft);
+        changes += RepairLatePrefetches(trace_, r, lead_ns_, draft_);
       }
     } else if (r.memory_wait_ns > 0) {
       // A memory wait with offloads on time: the draft underestimated memory
       // somewhere. Recompute at the peak of the draft.
-      if (recompute.RecomputeAt(draft.PeakOp(), 1, result.stats)) ++changes;
+      if (recompute_.RecomputeAt(draft_.PeakOp(), 1, result_.stats)) ++changes;
     }
-    if (changes == 0) break;
-    ++result.stats.repair_iterations;
-    result.stats.repairs += changes;
-    recompute.Run(budget_bytes, result.stats);
-    if (stop.stopped()) return PlanningStopped();
-    PlaceSwaps(trace, link, timeline, run_start, options.per_layer_barriers,
-               lead_ns, issue_at_need, draft);
+    return changes;
   }
-  result.stats.draft_lifetime_updates = draft.lifetime_updates();
+
+  // The plan that swaps every tensor it may (within the host's pinned
+  // memory), each prefetched at its need.
+  Plan SwapAll() const {
+    Plan swap_all = Plan::AllKeep(trace_);
+    int64_t swapped = 0;
+    const int64_t cap = hardware_.host_pinned_memory_bytes > 0
+                            ? hardware_.host_pinned_memory_bytes
+                            : std::numeric_limits<int64_t>::max();
+    for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+      const Tensor& tensor = trace_.tensors[t];
+      if (tensor.swap_forbidden || tensor.size_bytes == 0 ||
+          swapped + tensor.size_bytes > cap) {
+        continue;
+      }
+      swap_all.decisions[t] = Decision::kSwap;
+      swapped += tensor.size_bytes;
+    }
+    const std::vector<int32_t> need = DeriveNeeds(trace_, swap_all.decisions);
+    for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+      if (swap_all.decisions[t] != Decision::kSwap) continue;
+      swap_all.prefetch_issue_op[t] =
+          options_.per_layer_barriers ? run_start_[need[t]] : need[t];
+    }
+    return swap_all;
+  }
 
   // Improvement step: a bounded local search, judged by replays, from the
   // best plan (or, where repair found none, from the last attempt).
-  if (options.polish_work > 0) {
+  absl::Status Improve() {
     PolishOptions polish;
-    polish.max_replays = PolishReplays(trace, options);
-    polish.allow_swap = options.link_budget_pass;
-    polish.per_layer_barriers = options.per_layer_barriers;
-    polish.stop = &stop;
-    polish.prefetch_admission = options.prefetch_admission;
+    polish.max_replays = PolishReplays(trace_, options_);
+    polish.allow_swap = options_.link_budget_pass;
+    polish.per_layer_barriers = options_.per_layer_barriers;
+    polish.stop = &stop_;
+    polish.prefetch_admission = options_.prefetch_admission;
     // Starting points: the passes' plan, and where the budget allows a few
     // more searches (small traces), the all-keep plan and the plan that
     // swaps everything it may at its need: a local search stays in its
     // starting point's basin.
-    std::vector<Plan> starts = {have_best ? result.plan : draft.plan()};
+    std::vector<Plan> starts = {have_best_ ? result_.plan : draft_.plan()};
     if (polish.max_replays >= 512) {
-      starts.push_back(Plan::AllKeep(trace));
-      if (options.link_budget_pass) {
-        Plan swap_all = Plan::AllKeep(trace);
-        int64_t swapped = 0;
-        const int64_t cap = hardware.host_pinned_memory_bytes > 0
-                                ? hardware.host_pinned_memory_bytes
-                                : std::numeric_limits<int64_t>::max();
-        for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-          const Tensor& tensor = trace.tensors[t];
-          if (tensor.swap_forbidden || tensor.size_bytes == 0 ||
-              swapped + tensor.size_bytes > cap) {
-            continue;
-          }
-          swap_all.decisions[t] = Decision::kSwap;
-          swapped += tensor.size_bytes;
-        }
-        const std::vector<int32_t> need =
-            DeriveNeeds(trace, swap_all.decisions);
-        for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-          if (swap_all.decisions[t] != Decision::kSwap) continue;
-          swap_all.prefetch_issue_op[t] =
-              options.per_layer_barriers ? run_start[need[t]] : need[t];
-        }
-        starts.push_back(std::move(swap_all));
-      }
+      starts.push_back(Plan::AllKeep(trace_));
+      if (options_.link_budget_pass) starts.push_back(SwapAll());
     }
     for (size_t i = 0; i < starts.size(); ++i) {
       Plan plan = std::move(starts[i]);
       SimulationResult polished =
-          i == 0 && have_best ? result.replay : replay(plan, false);
+          i == 0 && have_best_ ? result_.replay : Replay(plan, false);
       const PolishResult p =
-          Polish(trace, hardware, budget_bytes, polish, plan, polished);
-      if (stop.stopped()) return PlanningStopped();
-      result.stats.polish_replays += static_cast<int32_t>(p.replays);
-      result.stats.polish_changes += p.changes;
-      if (polished.feasible &&
-          (!have_best || polished.iteration_ns < result.replay.iteration_ns)) {
-        have_best = true;
-        result.plan = std::move(plan);
-        result.replay = std::move(polished);
-      }
+          Polish(trace_, hardware_, budget_, polish, plan, polished);
+      if (stop_.stopped()) return PlanningStopped();
+      result_.stats.polish_replays += static_cast<int32_t>(p.replays);
+      result_.stats.polish_changes += p.changes;
+      Offer(plan, polished);
     }
+    return absl::OkStatus();
   }
+
   // The anytime search (anytime.h), where the plan is missing or its gap to
   // the bound is above the target. Not for the ablations (their options
   // turn it off): they measure the passes.
-  const int64_t search_replays = AnytimeReplays(trace, options);
-  const int64_t target_ns = static_cast<int64_t>(
-      static_cast<double>(result.lower_bound.iteration_ns) *
-      (1 + std::max(options.gap_target, 0.0)));
-  if (search_replays > 0 && options.link_budget_pass &&
-      (!have_best || result.replay.iteration_ns > target_ns)) {
-    Plan plan = have_best ? result.plan : draft.plan();
-    SimulationResult searched = have_best ? result.replay : replay(plan, false);
+  absl::Status Search() {
+    const int64_t search_replays = AnytimeReplays(trace_, options_);
+    const int64_t target_ns = static_cast<int64_t>(
+        static_cast<double>(result_.lower_bound.iteration_ns) *
+        (1 + std::max(options_.gap_target, 0.0)));
+    if (search_replays <= 0 || !options_.link_budget_pass ||
+        (have_best_ && result_.replay.iteration_ns <= target_ns)) {
+      return absl::OkStatus();
+    }
+    Plan plan = have_best_ ? result_.plan : draft_.plan();
+    SimulationResult searched =
+        have_best_ ? result_.replay : Replay(plan, false);
     AnytimeOptions search;
     search.target_ns = target_ns;
-    search.per_layer_barriers = options.per_layer_barriers;
-    search.stop = &stop;
-    // SlackSwap's own plans for slightly smaller budgets, which fit this one
-    // too: the answer here should be no slower than theirs.
-    // Each start is a plan of the passes, which the search's limit pays for
-    // (in replays, as the passes made them here): while it leaves at least
-    // half of the limit to the search itself.
-    PlannerOptions base = options;
+    search.per_layer_barriers = options_.per_layer_barriers;
+    search.stop = &stop_;
+    int64_t left = search_replays;
+    SLACKSWAP_RETURN_IF_ERROR(
+        SearchStarts(search_replays, left, search.extra_starts));
+    if (stop_.StopNow()) return PlanningStopped();
+    search.max_replays = left;
+    const AnytimeResult found =
+        SearchAnytime(trace_, hardware_, budget_, search, plan, searched);
+    if (stop_.stopped()) return PlanningStopped();
+    result_.stats.search_replays = found.replays;
+    if (Offer(plan, searched)) result_.stats.search_improved = true;
+    return absl::OkStatus();
+  }
+
+  // SlackSwap's own plans for slightly smaller budgets, which fit this one
+  // too: the answer here should be no slower than theirs; without a plan
+  // here, also plans for larger budgets (too big for this one, but the
+  // searches start near a feasible plan from them). Each start is a plan of
+  // the passes, which the search's limit pays for (in replays, as the passes
+  // made them here) while it leaves at least half of the limit to the search
+  // itself: `left` is what remains.
+  absl::Status SearchStarts(int64_t search_replays, int64_t& left,
+                            std::vector<Plan>& starts) {
+    PlannerOptions base = options_;
     base.search_time_ms = 0;
     const int64_t base_replays =
-        result.stats.repair_iterations + 2 + result.stats.polish_replays;
-    int64_t left = search_replays;
+        result_.stats.repair_iterations + 2 + result_.stats.polish_replays;
     const auto afford = [&] {
       if (left - base_replays < search_replays / 2) return false;
       left -= base_replays;
       return true;
     };
-    const int64_t peak = AllKeepPeakBytes(trace);
-    const int64_t floor = ComputeProvenFloor(trace).bytes;
+    const int64_t peak = AllKeepPeakBytes(trace_);
+    const int64_t floor = ComputeProvenFloor(trace_).bytes;
     for (double less : kSmallerBudgets) {
       const int64_t smaller =
-          budget_bytes - static_cast<int64_t>(less * static_cast<double>(peak));
+          budget_ - static_cast<int64_t>(less * static_cast<double>(peak));
       if (smaller < floor || !afford()) break;
-      SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult r,
-                                 PlanSlackSwap(trace, hardware, smaller, base));
-      if (r.feasible) search.extra_starts.push_back(r.plan);
+      SLACKSWAP_ASSIGN_OR_RETURN(
+          const PlanningResult r,
+          PlanSlackSwap(trace_, hardware_, smaller, base));
+      if (r.feasible) starts.push_back(r.plan);
     }
-    // Without a plan here, also plans for larger budgets: too big for this
-    // one, but the searches start near a feasible plan from them.
     for (double more : kLargerBudgets) {
-      if (have_best) break;
+      if (have_best_) break;
       const int64_t larger =
-          budget_bytes + static_cast<int64_t>(more * static_cast<double>(peak));
+          budget_ + static_cast<int64_t>(more * static_cast<double>(peak));
       if (larger >= peak || !afford()) break;
-      SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult r,
-                                 PlanSlackSwap(trace, hardware, larger, base));
-      if (r.feasible) search.extra_starts.push_back(r.plan);
+      SLACKSWAP_ASSIGN_OR_RETURN(
+          const PlanningResult r,
+          PlanSlackSwap(trace_, hardware_, larger, base));
+      if (r.feasible) starts.push_back(r.plan);
     }
-    if (stop.StopNow()) return PlanningStopped();
-    search.max_replays = left;
-    const AnytimeResult found =
-        SearchAnytime(trace, hardware, budget_bytes, search, plan, searched);
-    if (stop.stopped()) return PlanningStopped();
-    result.stats.search_replays = found.replays;
-    if (searched.feasible &&
-        (!have_best || searched.iteration_ns < result.replay.iteration_ns)) {
-      have_best = true;
-      result.plan = std::move(plan);
-      result.replay = std::move(searched);
-      result.stats.search_improved = true;
-    }
+    return absl::OkStatus();
   }
-  if (!have_best) {
-    result.feasible = false;
-    result.plan = draft.plan();
-    result.replay = replay(result.plan, false);
-    result.reason = result.replay.feasible ? "no plan within the repair budget"
-                                           : result.replay.infeasibility.reason;
-  }
-  return result;
+
+  const Trace& trace_;
+  const Hardware& hardware_;
+  const int64_t budget_;
+  const PlannerOptions& options_;
+  StopPoll stop_;
+  const Hardware link_;
+  SimulationOptions sim_;
+  const IdealTimeline timeline_;
+  PlanDraft draft_;
+  const std::vector<int32_t> run_start_;
+  std::vector<int64_t> lead_ns_;
+  std::vector<uint8_t> issue_at_need_;
+  RecomputePass recompute_;
+  // Still-swapped tensors, in admission order (repair drops the latest).
+  std::vector<int32_t> admitted_;
+  PlanningResult result_;
+  bool have_best_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
+                                             const Hardware& hardware,
+                                             int64_t budget_bytes,
+                                             const PlannerOptions& options) {
+  SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
+  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware));
+  return SlackSwapRun(trace, hardware, budget_bytes, options).Run();
 }
 
 }  // namespace slackswap

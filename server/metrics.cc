@@ -37,6 +37,12 @@ int CodeIndex(grpc::StatusCode code) {
 ServerMetrics::ServerMetrics(prometheus::Registry& registry,
                              const std::string& version,
                              const std::string& revision) {
+  RegisterCalls(registry);
+  RegisterCapacity(registry, version, revision);
+  RegisterPlans(registry);
+}
+
+void ServerMetrics::RegisterCalls(prometheus::Registry& registry) {
   auto& handled =
       prometheus::BuildCounter()
           .Name("grpc_server_handled_total")
@@ -83,6 +89,11 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
     request_bytes_[m] = &request_bytes.Add(call, Bytes());
     response_bytes_[m] = &response_bytes.Add(call, Bytes());
   }
+}
+
+void ServerMetrics::RegisterCapacity(prometheus::Registry& registry,
+                                     const std::string& version,
+                                     const std::string& revision) {
   inflight_ = &prometheus::BuildGauge()
                    .Name("slackswap_inflight_requests")
                    .Help(
@@ -111,7 +122,28 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
       .Register(registry)
       .Add({{"version", version}, {"revision", revision}})
       .Set(1);
+}
 
+namespace {
+
+// The families of the plans' metrics, registered in this order.
+struct PlanFamilies {
+  prometheus::Family<prometheus::Counter>& plans;
+  prometheus::Family<prometheus::Histogram>& throughput;
+  prometheus::Family<prometheus::Histogram>& stall;
+  prometheus::Family<prometheus::Histogram>& recompute;
+  prometheus::Family<prometheus::Histogram>& uplink_wait;
+  prometheus::Family<prometheus::Histogram>& contention;
+  prometheus::Family<prometheus::Histogram>& reserved;
+  prometheus::Family<prometheus::Histogram>& scaled;
+  prometheus::Family<prometheus::Histogram>& planning;
+  prometheus::Family<prometheus::Histogram>& repairs;
+  prometheus::Family<prometheus::Histogram>& gap;
+  prometheus::Family<prometheus::Counter>& swapped;
+  prometheus::Family<prometheus::Counter>& recomputed;
+};
+
+PlanFamilies RegisterPlanFamilies(prometheus::Registry& registry) {
   auto& plans =
       prometheus::BuildCounter()
           .Name("slackswap_plans_total")
@@ -202,6 +234,15 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
           .Name("slackswap_recomputed_bytes_total")
           .Help("Bytes the plans of Plan calls recompute, summed over plans.")
           .Register(registry);
+  return {plans,      throughput, stall,     recompute, uplink_wait,
+          contention, reserved,   scaled,    planning,  repairs,
+          gap,        swapped,    recomputed};
+}
+
+}  // namespace
+
+void ServerMetrics::RegisterPlans(prometheus::Registry& registry) {
+  const PlanFamilies f = RegisterPlanFamilies(registry);
   for (int p = 0; p < kNumPolicies; ++p) {
     const std::string policy = PolicyName(static_cast<Policy>(p));
     PerPolicy& m = policies_[p];
@@ -210,30 +251,30 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry,
       const std::string call = MethodName(static_cast<Method>(c));
       const char* outcomes[] = {"planned", "infeasible", "no_plan_found"};
       for (int o = 0; o < 3; ++o) {
-        m.outcome[c][o] = &plans.Add({{"grpc_method", call},
-                                      {"policy", policy},
-                                      {"outcome", outcomes[o]}});
+        m.outcome[c][o] = &f.plans.Add({{"grpc_method", call},
+                                        {"policy", policy},
+                                        {"outcome", outcomes[o]}});
       }
     }
     const prometheus::Histogram::BucketBoundaries ratios{
         0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 1.0};
-    m.throughput = &throughput.Add({{"policy", policy}}, ratios);
-    m.scaled = &scaled.Add({{"policy", policy}}, ratios);
-    m.stall = &stall.Add({{"policy", policy}}, Seconds());
-    m.recompute = &recompute.Add({{"policy", policy}}, Seconds());
-    m.uplink_wait = &uplink_wait.Add({{"policy", policy}}, Seconds());
-    m.contention = &contention.Add({{"policy", policy}}, Seconds());
-    m.reserved = &reserved.Add({{"policy", policy}}, DeviceBytes());
-    m.planning = &planning.Add({{"policy", policy}}, Seconds());
-    m.repairs = &repairs.Add(
+    m.throughput = &f.throughput.Add({{"policy", policy}}, ratios);
+    m.scaled = &f.scaled.Add({{"policy", policy}}, ratios);
+    m.stall = &f.stall.Add({{"policy", policy}}, Seconds());
+    m.recompute = &f.recompute.Add({{"policy", policy}}, Seconds());
+    m.uplink_wait = &f.uplink_wait.Add({{"policy", policy}}, Seconds());
+    m.contention = &f.contention.Add({{"policy", policy}}, Seconds());
+    m.reserved = &f.reserved.Add({{"policy", policy}}, DeviceBytes());
+    m.planning = &f.planning.Add({{"policy", policy}}, Seconds());
+    m.repairs = &f.repairs.Add(
         {{"policy", policy}},
         prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
-    m.gap =
-        &gap.Add({{"policy", policy}},
-                 prometheus::Histogram::BucketBoundaries{
-                     0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5});
-    m.swapped = &swapped.Add({{"policy", policy}});
-    m.recomputed = &recomputed.Add({{"policy", policy}});
+    m.gap = &f.gap.Add(
+        {{"policy", policy}},
+        prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.02, 0.05,
+                                                0.1, 0.25, 0.5, 1, 2, 5});
+    m.swapped = &f.swapped.Add({{"policy", policy}});
+    m.recomputed = &f.recomputed.Add({{"policy", policy}});
   }
 }
 

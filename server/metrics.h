@@ -93,6 +93,15 @@ class ServerMetrics : public PlanObserver {
                absl::Duration took) override;
 
  private:
+  // The constructor's parts, in the order the families are exposed: the
+  // calls by method and code, the capacity and build gauges, the plans by
+  // call, policy and outcome.
+  void RegisterCalls(prometheus::Registry& registry);
+  void RegisterCapacity(prometheus::Registry& registry,
+                        const std::string& version,
+                        const std::string& revision);
+  void RegisterPlans(prometheus::Registry& registry);
+
   struct PerPolicy {
     // Per method that plans (null for the others), by PlanOutcome
     // (planned, infeasible, no_plan_found).

@@ -28,6 +28,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "planner/policies.h"
+#include "service/call_cost.h"
 #include "service/method.h"
 #include "simulator/trace.h"
 #include "simulator/workload.h"
@@ -47,61 +48,11 @@ class PlanObserver {
                        absl::Duration took) = 0;
 };
 
-// What one call may cost, checked before any planning starts; 0 turns a
-// limit off. Both are estimates from the trace's size and the request
-// (docs/service.md, "Limits"), made so that a call within them stays within
-// them.
-struct CallLimits {
-  // Memory a call may take while it plans: the request's trace and its
-  // decoded form, the planners' working sets and the response. Over it:
-  // RESOURCE_EXHAUSTED naming "trace".
-  int64_t max_memory_bytes = 0;
-  // Work a call may ask for, in replays of the trace times its elements
-  // (operators + tensors + uses + recompute inputs): budgets x policies x the
-  // replays each policy may make. Over it: RESOURCE_EXHAUSTED naming the
-  // field that multiplies it.
-  int64_t max_work = 0;
-};
-
-// The estimates behind CallLimits, for one policy planning `trace` (a plan, a
-// comparison entry or a frontier point): the memory from the decoded trace to
-// the serialized response, and the work in element-replays. The request's
-// bytes are not counted (max_message_bytes bounds them).
-struct CallCost {
-  int64_t memory_bytes = 0;
-  int64_t work = 0;
-};
 // Requests' counts (INVALID_ARGUMENT past them).
 inline constexpr int kMaxBudgets = 32;   // CompareRequest.budgets
 inline constexpr int kMaxPolicies = 16;  // CompareRequest.policies
 inline constexpr int kMaxFrontierPoints =
     64;  // FrontierRequest.budget_fractions
-
-// The memory estimate's parts (docs/service.md, "Limits"): a decoded trace of
-// these sizes with the working set of one policy's planning on one GPU, and
-// each GPU's replay held at once (with its timeline and the caching
-// allocator's state when the call has them).
-int64_t TraceMemoryBytes(int64_t operators, int64_t tensors, int64_t relations);
-int64_t ReplayMemoryBytes(int64_t operators, int64_t tensors, bool timeline,
-                          bool allocator);
-
-// `hardware` says how many GPUs a replay holds at once (skewed ranks each
-// replay; ranks in lockstep share one); `timeline`: the call records one.
-CallCost EstimatePolicyCost(const Trace& trace, const Hardware& hardware,
-                            Policy policy, const PolicyOptions& options,
-                            bool timeline = false);
-
-// Memory and work a call holds besides one trace's planning, and the
-// fields its refusals name.
-struct CostContext {
-  absl::string_view memory_field = "trace";
-  absl::string_view work_field = "trace";
-  bool timeline = false;  // the call records a replay's timeline
-  // What the call holds already (a node's other jobs), and how to say so.
-  int64_t held_memory_bytes = 0;
-  int64_t held_work = 0;
-  std::string held_note;
-};
 
 // A request whose traces were decoded from its bytes (the server decodes them
 // with TraceFromWire and parses the rest without them): the message, whose
@@ -182,13 +133,14 @@ class ServiceCore {
                                  absl::string_view bytes) const;
 
  private:
-  // RESOURCE_EXHAUSTED when `runs_per_policy` runs of each policy on
-  // `hardware`, with what `context` says the call holds already, would pass a
-  // limit, naming context's fields.
+  // CheckCallCost (call_cost.h) with this core's limits.
   absl::Status CheckCost(const Trace& trace, const Hardware& hardware,
                          const std::vector<Policy>& policies,
                          int64_t runs_per_policy, const PolicyOptions& options,
-                         const CostContext& context) const;
+                         const CostContext& context) const {
+    return CheckCallCost(limits_, trace, hardware, policies, runs_per_policy,
+                         options, context);
+  }
   // The trace in `trace_bytes` (every occurrence of the field, as protobuf
   // merges them) within the trace limits and, with `held_bytes` of other
   // traces, the memory limit; adds its estimate to `held_bytes`.

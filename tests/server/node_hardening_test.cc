@@ -202,8 +202,8 @@ TEST_F(NodeHardeningTest, CountsAreRefusedFromTheBytesNamingTheField) {
   std::string ops;
   for (int i = 0; i < 5'000'000; ++i) ops += std::string("\x12\x00", 2);
   // A request of one job (field 2) whose trace (field 2) holds `ops`.
-  auto one_job = [](const std::string& ops) {
-    return LengthDelimited(2, LengthDelimited(2, ops));
+  auto one_job = [](const std::string& trace_ops) {
+    return LengthDelimited(2, LengthDelimited(2, trace_ops));
   };
   std::string job = one_job(ops);
   reply = CallWithBytes(stub, "PlanNode", job);

@@ -38,19 +38,10 @@ double RecomputeCostPerByte(const Tensor& tensor) {
          static_cast<double>(std::max<int64_t>(tensor.size_bytes, 1));
 }
 
-std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
-                                 const IdealTimeline& timeline,
-                                 int64_t budget_bytes,
-                                 const PlannerOptions& options) {
-  std::vector<int32_t> admitted;
-  if (!options.link_budget_pass) return admitted;
+namespace {
 
-  // Where a swap helps: the all-keep run's highest point between a tensor's
-  // last forward use and its first backward use (the leftmost, if several).
-  // Its offload must end by that op's start (its deadline), and it helps
-  // only if that point passes the budget. For a transformer the point is the
-  // end of the forward pass; a trace whose peak comes earlier (or late in a
-  // long backward pass) gets earlier (or later) deadlines.
+// The all-keep run's resident bytes at each op (with its workspace).
+std::vector<int64_t> AllKeepProfile(const Trace& trace) {
   const int32_t num_ops = trace.num_ops();
   std::vector<int64_t> held(num_ops + 1, 0);
   for (const Tensor& t : trace.tensors) {
@@ -63,10 +54,33 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
     held[o] = running + trace.ops[o].workspace_bytes;
   }
   held.pop_back();
-  const MaxSegmentTree all_keep(held);
+  return held;
+}
 
+// The tensors a swap can help, with their offload deadlines, their
+// positions in the D2H queue (production order) and the H2D queue (deadline
+// order; ties by tensor id), and the order the pass admits them in.
+struct SwapCandidates {
+  std::vector<int32_t> ranked;
+  std::vector<int64_t> deadline;  // per tensor
+  std::vector<int32_t> d2h_pos;   // per tensor
+  std::vector<int32_t> h2d_pos;   // per tensor
+  int count = 0;
+};
+
+// Where a swap helps: the all-keep run's highest point between a tensor's
+// last forward use and its first backward use (the leftmost, if several).
+// Its offload must end by that op's start (its deadline), and it helps only
+// if that point passes the budget. For a transformer the point is the end
+// of the forward pass; a trace whose peak comes earlier (or late in a long
+// backward pass) gets earlier (or later) deadlines.
+SwapCandidates FindCandidates(const Trace& trace, const IdealTimeline& timeline,
+                              int64_t budget_bytes,
+                              const PlannerOptions& options) {
+  const MaxSegmentTree all_keep(AllKeepProfile(trace));
+  SwapCandidates c;
   std::vector<int32_t> candidates;
-  std::vector<int64_t> deadline(trace.tensors.size(), 0);
+  c.deadline.assign(trace.tensors.size(), 0);
   for (int32_t t = 0; t < trace.num_tensors(); ++t) {
     const Tensor& tensor = trace.tensors[t];
     if (tensor.swap_forbidden || tensor.size_bytes <= 0) continue;
@@ -75,13 +89,11 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
     if (at_op < 0 || highest <= budget_bytes) continue;  // never helps
     // The guard absorbs what the ideal timeline ignores.
     const int64_t at = timeline.op_start_ns[at_op];
-    deadline[t] = at - static_cast<int64_t>(options.guard_fraction *
-                                            static_cast<double>(at));
+    c.deadline[t] = at - static_cast<int64_t>(options.guard_fraction *
+                                              static_cast<double>(at));
     candidates.push_back(t);
   }
-  const int n = static_cast<int>(candidates.size());
-  // Positions in the D2H queue (production order) and the H2D queue
-  // (deadline order); ties by tensor id.
+  c.count = static_cast<int>(candidates.size());
   auto by_production = candidates;
   std::sort(by_production.begin(), by_production.end(),
             [&](int32_t a, int32_t b) {
@@ -95,24 +107,38 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
     const int32_t nb = trace.tensors[b].first_backward_use;
     return na != nb ? na < nb : a < b;
   });
-  std::vector<int32_t> d2h_pos(trace.tensors.size()),
-      h2d_pos(trace.tensors.size());
-  for (int i = 0; i < n; ++i) {
-    d2h_pos[by_production[i]] = i;
-    h2d_pos[by_deadline[i]] = i;
+  c.d2h_pos.assign(trace.tensors.size(), 0);
+  c.h2d_pos.assign(trace.tensors.size(), 0);
+  for (int i = 0; i < c.count; ++i) {
+    c.d2h_pos[by_production[i]] = i;
+    c.h2d_pos[by_deadline[i]] = i;
   }
-
   // Ranking.
-  std::vector<int32_t> order = candidates;
   if (options.ranking == SwapRanking::kProductionOrder) {
-    order = by_production;
+    c.ranked = by_production;
   } else {
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      return RecomputeCostPerByte(trace.tensors[a]) >
-             RecomputeCostPerByte(trace.tensors[b]);
-    });
+    c.ranked = candidates;
+    std::stable_sort(c.ranked.begin(), c.ranked.end(),
+                     [&](int32_t a, int32_t b) {
+                       return RecomputeCostPerByte(trace.tensors[a]) >
+                              RecomputeCostPerByte(trace.tensors[b]);
+                     });
   }
+  return c;
+}
 
+}  // namespace
+
+std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
+                                 const IdealTimeline& timeline,
+                                 int64_t budget_bytes,
+                                 const PlannerOptions& options) {
+  std::vector<int32_t> admitted;
+  if (!options.link_budget_pass) return admitted;
+  const SwapCandidates c =
+      FindCandidates(trace, timeline, budget_bytes, options);
+  const int n = c.count;
+  const std::vector<int64_t>& deadline = c.deadline;
   const int64_t forward_ns = timeline.forward_end_ns;
   // D2H: a FIFO queue in production order. With P(m) the admitted durations
   // up to position m, offload m ends at max over k <= m of p_k + P(m) -
@@ -132,7 +158,7 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
                           : std::numeric_limits<int64_t>::max();
   auto present = [](int64_t v) { return v > kAbsent / 2; };
 
-  for (int32_t t : order) {
+  for (int32_t t : c.ranked) {
     if (swapped >= bytes_wanted) break;
     const Tensor& tensor = trace.tensors[t];
     if (swapped + tensor.size_bytes > cap) continue;
@@ -142,7 +168,7 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
     const int64_t h2d_ns =
         TransferNs(tensor.size_bytes, hardware.h2d_bytes_per_second,
                    hardware.transfer_latency_ns);
-    const int i = d2h_pos[t];
+    const int i = c.d2h_pos[t];
     const int64_t before = d2h_sum.Prefix(i);
     const int64_t a_i = timeline.End(tensor.producer_op) - before;
     const int64_t b_i = before + d2h_ns - deadline[t];
@@ -158,7 +184,7 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
     }
     if (a_max + b_max > 0) continue;
     // H2D: later prefetches (positions > j) each finish h2d_ns later.
-    const int j = h2d_pos[t];
+    const int j = c.h2d_pos[t];
     const int64_t h2d_deadline =
         timeline.op_start_ns[tensor.first_backward_use];
     const int64_t release = std::max(forward_ns, deadline[t]);

@@ -34,109 +34,150 @@ struct Candidate {
   double cost = 0;
 };
 
-}  // namespace
+// One node's plan (node_planner.h): each job alone, the splits of the
+// uplink to try, the best split's plans replayed together, and each job's
+// effect on the others.
+class NodeRun {
+ public:
+  NodeRun(const std::vector<NodePlanJob>& jobs, const Hardware& node,
+          const PolicyOptions& options, int steps)
+      : jobs_(jobs),
+        n_(jobs.size()),
+        node_(node),
+        options_(options),
+        node_options_(options),
+        steps_(steps) {
+    // Every plan here, alone or shared, gets a quarter of the improvement
+    // step's budget: a node asks for up to three plans per job.
+    node_options_.slackswap.polish_work /= kNodePolishDivisor;
+  }
 
-absl::StatusOr<NodePlan> PlanNode(const std::vector<NodePlanJob>& jobs,
-                                  const Hardware& node,
-                                  const PolicyOptions& options, int steps) {
-  const size_t n = jobs.size();
-  int32_t gpus = 0;
-  for (const NodePlanJob& j : jobs) gpus += j.gpus;
-  // Every plan here, alone or shared, gets a quarter of the improvement
-  // step's budget: a node asks for up to three plans per job.
-  PolicyOptions node_options = options;
-  node_options.slackswap.polish_work /= kNodePolishDivisor;
-  auto stopped = [&] { return options.should_stop && options.should_stop(); };
-  auto plan_for = [&](size_t j,
-                      double share) -> absl::StatusOr<PlanningResult> {
-    if (stopped()) return PlanningStopped();
-    return RunPolicyWithinBudget(jobs[j].policy, *jobs[j].trace,
-                                 ShareOf(node, jobs[j].gpus, share),
-                                 jobs[j].budget_bytes, node_options);
-  };
-  // Each job alone on the node: its step, and its demand on the uplink.
-  NodePlan out;
-  out.jobs.resize(n);
-  std::vector<double> demand(n, 0);
-  double total_demand = 0;
-  for (size_t j = 0; j < n; ++j) {
-    SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult alone, plan_for(j, 1.0));
-    out.jobs[j].alone_step_ns = alone.replay.iteration_ns;
-    if (alone.feasible && alone.replay.iteration_ns > 0) {
-      demand[j] = static_cast<double>(alone.replay.swapped_bytes) /
-                  static_cast<double>(alone.replay.iteration_ns) * jobs[j].gpus;
+  absl::StatusOr<NodePlan> Run() {
+    NodePlan out;
+    out.jobs.resize(n_);
+    SLACKSWAP_ASSIGN_OR_RETURN(const std::vector<double> demand, Alone(out));
+    Candidate best;
+    bool have_best = false;
+    for (const std::vector<double>& shares : Splits(demand)) {
+      SLACKSWAP_ASSIGN_OR_RETURN(Candidate c, Try(shares));
+      ++out.candidates;
+      if (!have_best || c.cost < best.cost) {
+        best = std::move(c);
+        have_best = true;
+      }
     }
-    total_demand += demand[j];
+    SLACKSWAP_ASSIGN_OR_RETURN(const std::vector<double> caused, Caused(best));
+    for (size_t j = 0; j < n_; ++j) Fill(best, j, caused[j], out.jobs[j]);
+    return out;
   }
+
+ private:
+  bool Stopped() const {
+    return options_.should_stop && options_.should_stop();
+  }
+
+  absl::StatusOr<PlanningResult> PlanFor(size_t j, double share) const {
+    if (Stopped()) return PlanningStopped();
+    return RunPolicyWithinBudget(jobs_[j].policy, *jobs_[j].trace,
+                                 ShareOf(node_, jobs_[j].gpus, share),
+                                 jobs_[j].budget_bytes, node_options_);
+  }
+
+  // Each job alone on the node: its step (into `out`), and its demand on
+  // the uplink (returned).
+  absl::StatusOr<std::vector<double>> Alone(NodePlan& out) const {
+    std::vector<double> demand(n_, 0);
+    for (size_t j = 0; j < n_; ++j) {
+      SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult alone, PlanFor(j, 1.0));
+      out.jobs[j].alone_step_ns = alone.replay.iteration_ns;
+      if (alone.feasible && alone.replay.iteration_ns > 0) {
+        demand[j] = static_cast<double>(alone.replay.swapped_bytes) /
+                    static_cast<double>(alone.replay.iteration_ns) *
+                    jobs_[j].gpus;
+      }
+    }
+    return demand;
+  }
+
   // The splits to try: even by GPUs; by demand (when it differs).
-  std::vector<std::vector<double>> splits(1, std::vector<double>(n));
-  for (size_t j = 0; j < n; ++j)
-    splits[0][j] = static_cast<double>(jobs[j].gpus) / gpus;
-  const bool capped = node.uplink_d2h_bytes_per_second > 0 ||
-                      node.uplink_h2d_bytes_per_second > 0;
-  if (capped && n > 1 && total_demand > 0) {
-    std::vector<double> by_demand(n);
-    for (size_t j = 0; j < n; ++j) {
-      // Never below a tenth of the even share: every job copies something.
-      by_demand[j] = std::max(demand[j] / total_demand, splits[0][j] / 10);
+  std::vector<std::vector<double>> Splits(
+      const std::vector<double>& demand) const {
+    int32_t gpus = 0;
+    for (const NodePlanJob& j : jobs_) gpus += j.gpus;
+    double total_demand = 0;
+    for (double d : demand) total_demand += d;
+    std::vector<std::vector<double>> splits(1, std::vector<double>(n_));
+    for (size_t j = 0; j < n_; ++j)
+      splits[0][j] = static_cast<double>(jobs_[j].gpus) / gpus;
+    const bool capped = node_.uplink_d2h_bytes_per_second > 0 ||
+                        node_.uplink_h2d_bytes_per_second > 0;
+    if (capped && n_ > 1 && total_demand > 0) {
+      std::vector<double> by_demand(n_);
+      for (size_t j = 0; j < n_; ++j) {
+        // Never below a tenth of the even share: every job copies something.
+        by_demand[j] = std::max(demand[j] / total_demand, splits[0][j] / 10);
+      }
+      if (by_demand != splits[0]) splits.push_back(by_demand);
     }
-    if (by_demand != splits[0]) splits.push_back(by_demand);
+    return splits;
   }
-  auto replay_together = [&](const std::vector<PlanningResult>& plans,
-                             const std::vector<size_t>& members) {
+
+  // The plans of `members`, replayed on the node together.
+  std::vector<NodeJobSteps> ReplayTogether(
+      const std::vector<PlanningResult>& plans,
+      const std::vector<size_t>& members) const {
     std::vector<Schedule> schedules;
     schedules.reserve(members.size());
     std::vector<NodeJob> node_jobs;
     for (size_t j : members) {
-      schedules.push_back(DeriveSchedule(*jobs[j].trace, plans[j].plan));
+      schedules.push_back(DeriveSchedule(*jobs_[j].trace, plans[j].plan));
       NodeJob job;
-      job.trace = jobs[j].trace;
+      job.trace = jobs_[j].trace;
       job.plan = &plans[j].plan;
       job.schedule = &schedules.back();
-      job.options = AllocatorReplayOptions(jobs[j].budget_bytes, options.memory,
-                                           plans[j].per_layer_barriers);
-      job.gpus = jobs[j].gpus;
+      job.options = AllocatorReplayOptions(
+          jobs_[j].budget_bytes, options_.memory, plans[j].per_layer_barriers);
+      job.gpus = jobs_[j].gpus;
       node_jobs.push_back(job);
     }
-    return SimulateNode(node_jobs, node, steps);
-  };
-  std::vector<size_t> everyone(n);
-  for (size_t j = 0; j < n; ++j) everyone[j] = j;
-  Candidate best;
-  bool have_best = false;
-  for (const std::vector<double>& shares : splits) {
+    return SimulateNode(node_jobs, node_, steps_);
+  }
+
+  // Every job planned for its share, replayed together, and the cost: the
+  // jobs' steps over their ideal, weighted by GPUs.
+  absl::StatusOr<Candidate> Try(const std::vector<double>& shares) const {
     Candidate c;
     c.shares = shares;
-    for (size_t j = 0; j < n; ++j) {
-      SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult p, plan_for(j, shares[j]));
+    for (size_t j = 0; j < n_; ++j) {
+      SLACKSWAP_ASSIGN_OR_RETURN(PlanningResult p, PlanFor(j, shares[j]));
       c.plans.push_back(std::move(p));
     }
-    c.steps = replay_together(c.plans, everyone);
-    if (stopped()) return PlanningStopped();
-    for (size_t j = 0; j < n; ++j) {
-      const double ideal = static_cast<double>(jobs[j].trace->ideal_ns);
+    std::vector<size_t> everyone(n_);
+    for (size_t j = 0; j < n_; ++j) everyone[j] = j;
+    c.steps = ReplayTogether(c.plans, everyone);
+    if (Stopped()) return PlanningStopped();
+    for (size_t j = 0; j < n_; ++j) {
+      const double ideal = static_cast<double>(jobs_[j].trace->ideal_ns);
       // An infeasible job costs as if it never finished.
       const double step = c.steps[j].feasible && c.plans[j].feasible
                               ? static_cast<double>(c.steps[j].mean_step_ns)
                               : 1e30;
-      c.cost += jobs[j].gpus * step / std::max(ideal, 1.0);
+      c.cost += jobs_[j].gpus * step / std::max(ideal, 1.0);
     }
-    ++out.candidates;
-    if (!have_best || c.cost < best.cost) {
-      best = std::move(c);
-      have_best = true;
-    }
+    return c;
   }
+
   // Each job's effect on the others: the node without it.
-  std::vector<double> caused(n, 0);
-  if (n > 1) {
-    for (size_t j = 0; j < n; ++j) {
+  absl::StatusOr<std::vector<double>> Caused(const Candidate& best) const {
+    std::vector<double> caused(n_, 0);
+    if (n_ <= 1) return caused;
+    for (size_t j = 0; j < n_; ++j) {
       std::vector<size_t> others;
-      for (size_t k = 0; k < n; ++k)
+      for (size_t k = 0; k < n_; ++k)
         if (k != j) others.push_back(k);
       const std::vector<NodeJobSteps> without =
-          replay_together(best.plans, others);
-      if (stopped()) return PlanningStopped();
+          ReplayTogether(best.plans, others);
+      if (Stopped()) return PlanningStopped();
       double sum = 0;
       for (size_t i = 0; i < others.size(); ++i) {
         const int64_t base = without[i].mean_step_ns;
@@ -145,9 +186,11 @@ absl::StatusOr<NodePlan> PlanNode(const std::vector<NodePlanJob>& jobs,
       }
       caused[j] = sum / static_cast<double>(others.size());
     }
+    return caused;
   }
-  for (size_t j = 0; j < n; ++j) {
-    NodePlanJobResult& r = out.jobs[j];
+
+  void Fill(Candidate& best, size_t j, double caused,
+            NodePlanJobResult& r) const {
     r.planned = std::move(best.plans[j]);
     r.uplink_share = best.shares[j];
     r.shared_step_ns = best.steps[j].mean_step_ns;
@@ -162,9 +205,23 @@ absl::StatusOr<NodePlan> PlanNode(const std::vector<NodePlanJob>& jobs,
       r.slowdown = static_cast<double>(r.shared_step_ns) /
                    static_cast<double>(r.alone_step_ns);
     }
-    r.slowdown_caused = caused[j];
+    r.slowdown_caused = caused;
   }
-  return out;
+
+  const std::vector<NodePlanJob>& jobs_;
+  const size_t n_;
+  const Hardware& node_;
+  const PolicyOptions& options_;
+  PolicyOptions node_options_;
+  const int steps_;
+};
+
+}  // namespace
+
+absl::StatusOr<NodePlan> PlanNode(const std::vector<NodePlanJob>& jobs,
+                                  const Hardware& node,
+                                  const PolicyOptions& options, int steps) {
+  return NodeRun(jobs, node, options, steps).Run();
 }
 
 }  // namespace slackswap

@@ -208,9 +208,7 @@ def peak_rss_kib(layers):
     return max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 
 
-def main(folder):
-    context, sim = medians(os.path.join(folder, "event_model.json"))
-    _, plan = medians(os.path.join(folder, "planner.json"))
+def simulator_section(context, sim):
     lines = [
         "# Benchmarks",
         "",
@@ -239,8 +237,11 @@ def main(folder):
         if target_ms is not None:
             target = f"< {target_ms} ms ({'met' if t < target_ms else 'MISSED'})"
         lines.append(f"| `{name}` | {what} | {t:.4f} ms | {target} |")
+    return lines
 
-    lines += [
+
+def planner_section(plan):
+    lines = [
         "",
         "## Planner (`tests/benchmarks/planner_benchmark.cc`)",
         "",
@@ -256,6 +257,11 @@ def main(folder):
         t = ms(b)
         lines.append(f"| {what} | {int(b['ops'])} | {int(b['tensors'])} | {t:.2f} ms | "
                      f"{'met' if t < PLANNER_TARGET_MS else 'MISSED'} |")
+    return lines
+
+
+def physics_section(plan):
+    lines = []
     physics_rows = [
         ("BM_PlanGpt2Xl50NodePhysics", "GPT-2 XL at 50%, all three on: 2 GPUs per 25 GB/s "
          "uplink, HBM contention, the caching allocator observed", 5.0),
@@ -280,6 +286,11 @@ def main(folder):
             target = "" if target_ms is None else (
                 f"< {target_ms:.0f} ms ({'met' if t < target_ms else 'MISSED'})")
             lines.append(f"| `{name}` | {what} | {t:.2f} ms | {t / single:.1f}x | {target} |")
+    return lines
+
+
+def search_section(plan):
+    lines = []
     medium_rows = [(f"BM_PlanMedium300/{arg}", what) for arg, what in
                    [(0, "a chain"), (1, "branched blocks"), (2, "a DAG")]
                    if f"BM_PlanMedium300/{arg}" in plan]
@@ -301,6 +312,11 @@ def main(folder):
             t = ms(b)
             lines.append(f"| {what} | {int(b.get('search_replays', 0))} | {t:.1f} ms | "
                          f"< 200 ms ({'met' if t < 200 else 'MISSED'}) |")
+    return lines
+
+
+def linear_program_section(plan):
+    lines = []
     lp_rows = [(n, w) for n, w in [("BM_LinearProgramBoundGpt2Xl30", "GPT-2 XL at 30%"),
                                    ("BM_LinearProgramBoundGpt2Xl50", "GPT-2 XL at 50%")]
                if n in plan]
@@ -316,7 +332,11 @@ def main(folder):
         for name, what in lp_rows:
             t = ms(plan[name])
             lines.append(f"| {what} | {t:.1f} ms | {'met' if t < 50 else 'MISSED'} |")
+    return lines
 
+
+def scaling_section(plan):
+    lines = []
     scaling = sorted((int(name.split("/")[1]), b) for name, b in plan.items()
                      if name.startswith("BM_PlanScaling/"))
     xs = [math.log(b["ops"] + b["tensors"]) for _, b in scaling]
@@ -384,6 +404,16 @@ def main(folder):
         "(generating the trace, validating it, planning and printing, one process): "
         f"**{peak_rss_kib(48 * largest_k) / 1024:.1f} MiB**.",
     ]
+    return lines
+
+
+def main(folder):
+    context, sim = medians(os.path.join(folder, "event_model.json"))
+    _, plan = medians(os.path.join(folder, "planner.json"))
+    lines = simulator_section(context, sim)
+    for section in (planner_section, physics_section, search_section,
+                    linear_program_section, scaling_section):
+        lines += section(plan)
     lines += service_section(folder)
     lines += runtime_section(folder)
     print("\n".join(lines))

@@ -154,43 +154,116 @@ MetricsEndpoint::~MetricsEndpoint() {
   CloseFd(wake_write_fd_);
 }
 
+namespace {
+
+// The answer to the request head in `c.in`: /metrics, /healthz, /readyz,
+// or an error status.
+void Respond(Connection& c, const MetricsEndpointOptions& options,
+             prometheus::Registry& registry) {
+  const size_t line_end = c.in.find("\r\n");
+  const std::string line = c.in.substr(0, line_end);
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = line.find(' ', sp1 == std::string::npos ? 0 : sp1 + 1);
+  c.responding = true;
+  if (sp1 == std::string::npos || sp2 == std::string::npos) {
+    c.out = Response("400 Bad Request", "text/plain", "bad request\n", false);
+    return;
+  }
+  const std::string method = line.substr(0, sp1);
+  std::string path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  path = path.substr(0, path.find('?'));
+  const bool head = method == "HEAD";
+  if (method != "GET" && !head) {
+    c.out = Response("405 Method Not Allowed", "text/plain",
+                     "only GET /metrics\n", false, "Allow: GET, HEAD\r\n");
+  } else if (path == "/healthz") {
+    c.out = Response("200 OK", "text/plain", "ok\n", head);
+  } else if (path == "/readyz") {
+    c.out = !options.ready || options.ready()
+                ? Response("200 OK", "text/plain", "serving\n", head)
+                : Response("503 Service Unavailable", "text/plain",
+                           "draining\n", head);
+  } else if (path != "/metrics") {
+    c.out = Response("404 Not Found", "text/plain",
+                     "try /metrics, /healthz or /readyz\n", head);
+  } else {
+    if (options.before_scrape) options.before_scrape();
+    c.out = Response("200 OK", "text/plain; version=0.0.4; charset=utf-8",
+                     prometheus::TextSerializer().Serialize(registry.Collect()),
+                     head);
+  }
+}
+
+// One connection's turn: read its request head (and answer it once
+// whole), then send what it has to send; a connection that is done, or
+// failed, is closed (fd -1).
+void Exchange(Connection& c, const MetricsEndpointOptions& options,
+              prometheus::Registry& registry) {
+  if (!c.responding) {
+    char buffer[4096];
+    const ssize_t n = recv(c.fd, buffer, sizeof(buffer), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      CloseFd(c.fd);
+      return;
+    }
+    if (n > 0) c.in.append(buffer, static_cast<size_t>(n));
+    if (c.in.find("\r\n\r\n") != std::string::npos) {
+      Respond(c, options, registry);
+    } else if (c.in.size() > kMaxRequestHeadBytes) {
+      c.responding = true;
+      c.out = Response("431 Request Header Fields Too Large", "text/plain",
+                       "request head over 8 KiB\n", false);
+    }
+  }
+  if (c.responding && c.fd >= 0) {
+    while (c.sent < c.out.size()) {
+      const ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent,
+                             MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno != EAGAIN && errno != EINTR) CloseFd(c.fd);
+        break;
+      }
+      c.sent += static_cast<size_t>(n);
+    }
+    if (c.fd >= 0 && c.sent == c.out.size()) {
+      shutdown(c.fd, SHUT_WR);
+      CloseFd(c.fd);
+    }
+  }
+}
+
+// Takes every pending connection (the oldest makes room past
+// `max_connections`). Out of descriptors or memory, the listener rests
+// until `listen_again`.
+void AcceptAll(int listen_fd, const MetricsEndpointOptions& options,
+               absl::Time now, std::deque<Connection>& connections,
+               absl::Time& listen_again) {
+  for (;;) {
+    const int fd =
+        accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        listen_again = now + absl::Milliseconds(100);
+      }
+      break;
+    }
+    if (static_cast<int>(connections.size()) >= options.max_connections) {
+      CloseFd(connections.front().fd);  // the oldest makes room
+      connections.pop_front();
+    }
+    Connection c;
+    c.fd = fd;
+    c.deadline = now + options.request_timeout;
+    connections.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
 void MetricsEndpoint::Run() {
   std::deque<Connection> connections;  // oldest first
   std::vector<pollfd> fds;
-  auto respond = [&](Connection& c) {
-    const size_t line_end = c.in.find("\r\n");
-    const std::string line = c.in.substr(0, line_end);
-    const size_t sp1 = line.find(' ');
-    const size_t sp2 = line.find(' ', sp1 == std::string::npos ? 0 : sp1 + 1);
-    c.responding = true;
-    if (sp1 == std::string::npos || sp2 == std::string::npos) {
-      c.out = Response("400 Bad Request", "text/plain", "bad request\n", false);
-      return;
-    }
-    const std::string method = line.substr(0, sp1);
-    std::string path = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    path = path.substr(0, path.find('?'));
-    const bool head = method == "HEAD";
-    if (method != "GET" && !head) {
-      c.out = Response("405 Method Not Allowed", "text/plain",
-                       "only GET /metrics\n", false, "Allow: GET, HEAD\r\n");
-    } else if (path == "/healthz") {
-      c.out = Response("200 OK", "text/plain", "ok\n", head);
-    } else if (path == "/readyz") {
-      c.out = !options_.ready || options_.ready()
-                  ? Response("200 OK", "text/plain", "serving\n", head)
-                  : Response("503 Service Unavailable", "text/plain",
-                             "draining\n", head);
-    } else if (path != "/metrics") {
-      c.out = Response("404 Not Found", "text/plain",
-                       "try /metrics, /healthz or /readyz\n", head);
-    } else {
-      if (options_.before_scrape) options_.before_scrape();
-      c.out = Response(
-          "200 OK", "text/plain; version=0.0.4; charset=utf-8",
-          prometheus::TextSerializer().Serialize(registry_->Collect()), head);
-    }
-  };
   // Out of descriptors or memory, accept fails without taking the pending
   // connection: the listener rests a moment instead of waking poll at once,
   // forever.
@@ -220,40 +293,8 @@ void MetricsEndpoint::Run() {
     const absl::Time now = absl::Now();
     // Existing connections first (their pollfds follow the two fixed ones).
     for (size_t i = 0; i < connections.size(); ++i) {
-      Connection& c = connections[i];
-      const short revents = fds[i + 2].revents;
-      if (revents == 0) continue;
-      if (!c.responding) {
-        char buffer[4096];
-        const ssize_t n = recv(c.fd, buffer, sizeof(buffer), 0);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-          CloseFd(c.fd);
-          continue;
-        }
-        if (n > 0) c.in.append(buffer, static_cast<size_t>(n));
-        if (c.in.find("\r\n\r\n") != std::string::npos) {
-          respond(c);
-        } else if (c.in.size() > kMaxRequestHeadBytes) {
-          c.responding = true;
-          c.out = Response("431 Request Header Fields Too Large", "text/plain",
-                           "request head over 8 KiB\n", false);
-        }
-      }
-      if (c.responding && c.fd >= 0) {
-        while (c.sent < c.out.size()) {
-          const ssize_t n = send(c.fd, c.out.data() + c.sent,
-                                 c.out.size() - c.sent, MSG_NOSIGNAL);
-          if (n < 0) {
-            if (errno != EAGAIN && errno != EINTR) CloseFd(c.fd);
-            break;
-          }
-          c.sent += static_cast<size_t>(n);
-        }
-        if (c.fd >= 0 && c.sent == c.out.size()) {
-          shutdown(c.fd, SHUT_WR);
-          CloseFd(c.fd);
-        }
-      }
+      if (fds[i + 2].revents != 0)
+        Exchange(connections[i], options_, *registry_);
     }
     for (Connection& c : connections) {
       if (c.fd >= 0 && now >= c.deadline) CloseFd(c.fd);
@@ -263,25 +304,7 @@ void MetricsEndpoint::Run() {
                        [](const Connection& c) { return c.fd < 0; }),
         connections.end());
     if (fds[1].revents != 0) {
-      for (;;) {
-        const int fd =
-            accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-          if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-              errno == ENOMEM) {
-            listen_again = now + absl::Milliseconds(100);
-          }
-          break;
-        }
-        if (static_cast<int>(connections.size()) >= options_.max_connections) {
-          CloseFd(connections.front().fd);  // the oldest makes room
-          connections.pop_front();
-        }
-        Connection c;
-        c.fd = fd;
-        c.deadline = now + options_.request_timeout;
-        connections.push_back(std::move(c));
-      }
+      AcceptAll(listen_fd_, options_, now, connections, listen_again);
     }
   }
   for (Connection& c : connections) CloseFd(c.fd);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -75,6 +76,63 @@ absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
   options.memory = memory;
   options.should_stop = should_stop;
   return options;
+}
+
+// A node request's own fields (not its traces, budgets or policies): the
+// jobs' GPUs summed, or INVALID_ARGUMENT naming each field that is off.
+absl::StatusOr<int64_t> CheckNodeFields(const v1::PlanNodeRequest& request) {
+  FieldViolations v;
+  if (request.jobs_size() == 0 || request.jobs_size() > kMaxNodeJobs) {
+    v.Add("jobs", absl::StrCat("must hold 1 to ", kMaxNodeJobs, " jobs"));
+  }
+  if (request.steps() != 0 && (request.steps() < 2 || request.steps() > 32)) {
+    v.Add("steps", "must be in [2, 32] (0: 4)");
+  }
+  int64_t gpus = 0;
+  for (int i = 0; i < request.jobs_size(); ++i) {
+    const int32_t g = request.jobs(i).gpus();
+    if (g < 0 || g > kMaxNodeGpus) {
+      v.Add(absl::StrCat("jobs[", i, "].gpus"),
+            absl::StrCat("must be in [1, ", kMaxNodeGpus, "] (0: 1)"));
+    }
+    gpus += std::max(g, 1);
+    if (request.jobs(i).name().size() > 256)
+      v.Add(absl::StrCat("jobs[", i, "].name"), "longer than 256 bytes");
+  }
+  if (gpus > kMaxNodeGpus) {
+    v.Add("jobs", absl::StrCat("the jobs' GPUs sum to ", gpus, ", above ",
+                               kMaxNodeGpus));
+  }
+  if (request.physics().rank_skew_ns() != 0)
+    v.Add("physics.rank_skew_ns", "not used on a node: must be 0");
+  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  return gpus;
+}
+
+// Each job's report in a node's response, in job order.
+void AddNodeJobReports(const v1::PlanNodeRequest& request, const NodePlan& plan,
+                       const std::function<const Trace&(int)>& trace_of,
+                       v1::PlanNodeResponse& response) {
+  response.set_candidates(plan.candidates);
+  for (size_t j = 0; j < plan.jobs.size(); ++j) {
+    const NodePlanJobResult& r = plan.jobs[j];
+    v1::NodeJobReport* out = response.add_jobs();
+    out->set_name(request.jobs(static_cast<int>(j)).name());
+    *out->mutable_report() =
+        PlanningReportToProto(trace_of(static_cast<int>(j)), r.planned);
+    out->set_uplink_share(r.uplink_share);
+    out->set_alone_step_ns(r.alone_step_ns);
+    out->set_shared_step_ns(r.shared_step_ns);
+    out->set_slowdown(r.slowdown);
+    out->set_slowdown_caused(r.slowdown_caused);
+    out->set_outcome(
+        r.feasible
+            ? v1::PLAN_OUTCOME_PLANNED
+            : PlanOutcomeToProto(r.planned.Outcome() == PlanOutcome::kPlanned
+                                     ? PlanOutcome::kNoPlanFound
+                                     : r.planned.Outcome()));
+    out->set_reason(r.reason);
+  }
 }
 
 }  // namespace
@@ -419,32 +477,8 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::RunPlanNode(
     const std::vector<Trace>* decoded_traces,
     const StopFunction& should_stop) const {
   ScopedStop scope(&should_stop);
-  FieldViolations v;
-  if (request.jobs_size() == 0 || request.jobs_size() > kMaxNodeJobs) {
-    v.Add("jobs", absl::StrCat("must hold 1 to ", kMaxNodeJobs, " jobs"));
-  }
-  if (request.steps() != 0 && (request.steps() < 2 || request.steps() > 32)) {
-    v.Add("steps", "must be in [2, 32] (0: 4)");
-  }
+  SLACKSWAP_ASSIGN_OR_RETURN(const int64_t gpus, CheckNodeFields(request));
   const int steps = request.steps() == 0 ? 4 : request.steps();
-  int64_t gpus = 0;
-  for (int i = 0; i < request.jobs_size(); ++i) {
-    const int32_t g = request.jobs(i).gpus();
-    if (g < 0 || g > kMaxNodeGpus) {
-      v.Add(absl::StrCat("jobs[", i, "].gpus"),
-            absl::StrCat("must be in [1, ", kMaxNodeGpus, "] (0: 1)"));
-    }
-    gpus += std::max(g, 1);
-    if (request.jobs(i).name().size() > 256)
-      v.Add(absl::StrCat("jobs[", i, "].name"), "longer than 256 bytes");
-  }
-  if (gpus > kMaxNodeGpus) {
-    v.Add("jobs", absl::StrCat("the jobs' GPUs sum to ", gpus, ", above ",
-                               kMaxNodeGpus));
-  }
-  if (request.physics().rank_skew_ns() != 0)
-    v.Add("physics.rank_skew_ns", "not used on a node: must be 0");
-  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
   SLACKSWAP_ASSIGN_OR_RETURN(Hardware node,
                              HardwareFromProto(request.hardware()));
   SLACKSWAP_ASSIGN_OR_RETURN(MemoryModel memory,
@@ -525,30 +559,13 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::RunPlanNode(
                              slackswap::PlanNode(jobs, node, options, steps));
   if (should_stop && should_stop()) return Stopped();
   v1::PlanNodeResponse response;
-  response.set_candidates(plan.candidates);
-  for (size_t j = 0; j < plan.jobs.size(); ++j) {
-    const NodePlanJobResult& r = plan.jobs[j];
-    if (observer_ != nullptr) {
-      observer_->Planned(Method::kPlanNode, jobs[j].policy, r.planned,
-                         absl::Now() - start);
+  if (observer_ != nullptr) {
+    for (size_t j = 0; j < plan.jobs.size(); ++j) {
+      observer_->Planned(Method::kPlanNode, jobs[j].policy,
+                         plan.jobs[j].planned, absl::Now() - start);
     }
-    v1::NodeJobReport* out = response.add_jobs();
-    out->set_name(request.jobs(static_cast<int>(j)).name());
-    *out->mutable_report() =
-        PlanningReportToProto(trace_of(static_cast<int>(j)), r.planned);
-    out->set_uplink_share(r.uplink_share);
-    out->set_alone_step_ns(r.alone_step_ns);
-    out->set_shared_step_ns(r.shared_step_ns);
-    out->set_slowdown(r.slowdown);
-    out->set_slowdown_caused(r.slowdown_caused);
-    out->set_outcome(
-        r.feasible
-            ? v1::PLAN_OUTCOME_PLANNED
-            : PlanOutcomeToProto(r.planned.Outcome() == PlanOutcome::kPlanned
-                                     ? PlanOutcome::kNoPlanFound
-                                     : r.planned.Outcome()));
-    out->set_reason(r.reason);
   }
+  AddNodeJobReports(request, plan, trace_of, response);
   response.set_planning_time_ns(absl::ToInt64Nanoseconds(absl::Now() - start));
   return response;
 }

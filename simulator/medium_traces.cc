@@ -39,22 +39,30 @@ const char* MediumShapeName(MediumShape shape) {
   return "?";
 }
 
-MediumTrace RandomMediumTrace(uint64_t seed,
-                              const MediumTraceOptions& options) {
-  SplitMix64 r(seed * 0x9E6C63D0676A9A99ull + 7 +
-               static_cast<uint64_t>(options.shape));
-  MediumTrace out;
-  TraceSpec& t = out.trace;
-  t.name = absl::StrCat(MediumShapeName(options.shape), seed);
-  const int n =
-      static_cast<int>(r.Int(options.min_tensors, options.max_tensors));
-  // One saved tensor per forward operator: n forward operators in blocks.
+namespace {
+
+// The forward pass's shape: per forward operator (one saved tensor each),
+// its output's size, its duration, the tensors it reads and its block.
+struct ForwardShape {
+  std::vector<int64_t> size;
+  std::vector<int64_t> duration;
+  std::vector<std::vector<int32_t>> inputs;
+  std::vector<int32_t> block;
+};
+
+// The n forward operators, in blocks, wired as options.shape says.
+void AddForward(const MediumTraceOptions& options, int n, SplitMix64& r,
+                TraceSpec& t, ForwardShape& f) {
   const int per_block = static_cast<int>(r.Int(3, 12));
   const int64_t size_scale = r.LogInt(4 << 20, 256 << 20);
-  std::vector<int64_t> size(n);
-  std::vector<int64_t> duration(n);
-  std::vector<std::vector<int32_t>> inputs(n);  // tensors op i reads
-  std::vector<int32_t> block(n);
+  f.size.resize(n);
+  f.duration.resize(n);
+  f.inputs.resize(n);
+  f.block.resize(n);
+  std::vector<int64_t>& size = f.size;
+  std::vector<int64_t>& duration = f.duration;
+  std::vector<std::vector<int32_t>>& inputs = f.inputs;
+  std::vector<int32_t>& block = f.block;
   int32_t b = 0;
   int in_block = 0;
   int branches = 1;
@@ -128,7 +136,17 @@ MediumTrace RandomMediumTrace(uint64_t seed,
                     inputs[i].end());
     ++in_block;
   }
+}
+
+// The backward operators (operator n + j mirrors forward operator
+// n - 1 - j) and the saved tensors.
+void AddBackwardAndTensors(int n, SplitMix64& r, const ForwardShape& f,
+                           TraceSpec& t) {
   // Backward: operator n + j mirrors forward operator n - 1 - j.
+  const std::vector<int64_t>& size = f.size;
+  const std::vector<int64_t>& duration = f.duration;
+  const std::vector<std::vector<int32_t>>& inputs = f.inputs;
+  const std::vector<int32_t>& block = f.block;
   const auto mirror = [&](int i) { return 2 * n - 1 - i; };
   for (int j = 0; j < n; ++j) {
     const int i = n - 1 - j;
@@ -163,10 +181,13 @@ MediumTrace RandomMediumTrace(uint64_t seed,
     x.swap_forbidden = r.Chance(3);
     x.recompute_forbidden = i == 0 || r.Chance(4);
   }
-  // A GPU preset's link and latency, sometimes slower (a shared or older
-  // link) or faster.
+}
+
+// A GPU preset's link and latency, sometimes slower (a shared or older
+// link) or faster.
+Hardware RandomLink(SplitMix64& r) {
   const std::vector<std::string>& gpus = HardwarePresetNames();
-  Hardware& h = out.hardware;
+  Hardware h;
   h = *HardwarePreset(gpus[r.Int(0, static_cast<int64_t>(gpus.size()) - 1)]);
   const int64_t percent = r.Chance(50) ? 100 : r.LogInt(25, 400);
   h.d2h_bytes_per_second =
@@ -174,6 +195,25 @@ MediumTrace RandomMediumTrace(uint64_t seed,
   h.h2d_bytes_per_second =
       std::max<int64_t>(1, h.h2d_bytes_per_second / 100 * percent);
   h.name = absl::StrCat(h.name, "-link", percent);
+  return h;
+}
+
+}  // namespace
+
+MediumTrace RandomMediumTrace(uint64_t seed,
+                              const MediumTraceOptions& options) {
+  SplitMix64 r(seed * 0x9E6C63D0676A9A99ull + 7 +
+               static_cast<uint64_t>(options.shape));
+  MediumTrace out;
+  TraceSpec& t = out.trace;
+  t.name = absl::StrCat(MediumShapeName(options.shape), seed);
+  const int n =
+      static_cast<int>(r.Int(options.min_tensors, options.max_tensors));
+  // One saved tensor per forward operator: n forward operators in blocks.
+  ForwardShape f;
+  AddForward(options, n, r, t, f);
+  AddBackwardAndTensors(n, r, f, t);
+  out.hardware = RandomLink(r);
   return out;
 }
 

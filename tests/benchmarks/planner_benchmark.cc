@@ -13,7 +13,6 @@
 #include "planner/node_planner.h"
 #include "planner/policies.h"
 #include "planner/slackswap.h"
-#include "service/trace_convert.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
 #include "simulator/medium_traces.h"
@@ -214,7 +213,7 @@ void PlanShape(benchmark::State& state, const std::string& shape) {
   if (it == cache->end()) {
     Workload w;
     w.hardware = testing::SlowLink();
-    w.trace = *TraceFromProto(
+    w.trace = *ValidateTrace(
         testing::ShapedTrace(shape, static_cast<int>(state.range(0))));
     w.peak_bytes = AllKeepPeakBytes(w.trace);
     it = cache->emplace(std::make_pair(shape, state.range(0)), std::move(w))

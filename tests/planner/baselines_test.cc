@@ -34,11 +34,11 @@ TinyTrace TwoLayers() {
     t.Bwd(200, block), t.Bwd(200, block), t.Bwd(200, block);
   }
   t.Bwd(200, 0);
-  const v1::OpKind kinds[] = {v1::OP_KIND_MATMUL,      v1::OP_KIND_MATMUL,
-                              v1::OP_KIND_ELEMENTWISE, v1::OP_KIND_MATMUL,
-                              v1::OP_KIND_MATMUL,      v1::OP_KIND_ELEMENTWISE,
-                              v1::OP_KIND_MATMUL};
-  for (int o = 0; o < 7; ++o) t.proto.mutable_operators(o)->set_kind(kinds[o]);
+  const OpKind kinds[] = {OpKind::kMatmul,      OpKind::kMatmul,
+                          OpKind::kElementwise, OpKind::kMatmul,
+                          OpKind::kMatmul,      OpKind::kElementwise,
+                          OpKind::kMatmul};
+  for (int o = 0; o < 7; ++o) t.spec.operators[o].kind = kinds[o];
   // Tensor i is produced by op i, read by op i + 1 (forward) and by the
   // backward op mirroring op i + 1; rebuilt from tensor i - 1 by op i.
   for (int i = 0; i < 7; ++i) {
@@ -51,12 +51,11 @@ TinyTrace TwoLayers() {
       t.Tensor(100, i, {backward}, 100, {});
     }
     (void)uses;
-    if (i > 0) t.proto.mutable_tensors(i)->add_recompute_inputs(i - 1);
+    if (i > 0) t.spec.tensors[i].recompute_inputs.push_back(i - 1);
   }
-  t.proto.mutable_tensors(2)->set_recompute_duration_ns(
-      10);  // elementwise: cheap
-  t.proto.mutable_tensors(5)->set_recompute_duration_ns(10);
-  t.proto.mutable_tensors(0)->set_recompute_forbidden(true);
+  t.spec.tensors[2].recompute_duration_ns = 10;  // elementwise: cheap
+  t.spec.tensors[5].recompute_duration_ns = 10;
+  t.spec.tensors[0].recompute_forbidden = true;
   return t;
 }
 

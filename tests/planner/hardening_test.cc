@@ -14,8 +14,6 @@
 #include "planner/superneurons.h"
 #include "planner/swapadvisor.h"
 #include "planner/vdnn.h"
-#include "service/trace_convert.h"
-#include "service/wire_convert.h"
 #include "simulator/event_model.h"
 #include "simulator/schedule.h"
 #include "simulator/small_traces.h"
@@ -27,7 +25,7 @@ namespace slackswap {
 namespace {
 
 Trace Shaped(const std::string& shape, int n) {
-  absl::StatusOr<Trace> trace = TraceFromProto(testing::ShapedTrace(shape, n));
+  absl::StatusOr<Trace> trace = ValidateTrace(testing::ShapedTrace(shape, n));
   EXPECT_TRUE(trace.ok()) << trace.status();
   return trace.ok() ? *std::move(trace) : Trace();
 }

@@ -15,7 +15,6 @@
 
 #include "gtest/gtest.h"
 #include "planner/plan_draft.h"
-#include "service/trace_convert.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/small_traces.h"
@@ -206,7 +205,7 @@ TEST(SelectSwapsTest, MatchesTheBruteForceOnGeneratedAndShapedTraces) {
   for (const std::string shape : {"chain", "star", "dag"}) {
     SCOPED_TRACE(shape);
     EXPECT_GT(ExpectSameSelections(
-                  *TraceFromProto(testing::ShapedTrace(shape, 40)), link),
+                  *ValidateTrace(testing::ShapedTrace(shape, 40)), link),
               0);
   }
 }

@@ -10,8 +10,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "service/trace_convert.h"
-#include "service/wire_convert.h"
 #include "simulator/plan.h"
 #include "simulator/schedule.h"
 #include "simulator/small_traces.h"
@@ -156,7 +154,7 @@ TEST(PlanDraftTest, ManyDependentsTakeTheSegmentTreePath) {
   // three inputs each.
   for (const std::string shape : {"star", "dag", "chain"}) {
     absl::StatusOr<Trace> trace =
-        TraceFromProto(testing::ShapedTrace(shape, 60));
+        ValidateTrace(testing::ShapedTrace(shape, 60));
     ASSERT_TRUE(trace.ok()) << trace.status();
     SCOPED_TRACE(shape);
     CheckRandomChanges(*trace, 7, 300);
@@ -165,7 +163,7 @@ TEST(PlanDraftTest, ManyDependentsTakeTheSegmentTreePath) {
 
 TEST(PlanDraftTest, RebuildChainSizeCountsRecomputedInputsOnce) {
   absl::StatusOr<Trace> trace =
-      TraceFromProto(testing::ShapedTrace("chain", 10));
+      ValidateTrace(testing::ShapedTrace("chain", 10));
   ASSERT_TRUE(trace.ok());
   PlanDraft draft(*trace);
   // Tensor i is rebuilt from i - 1: with 0..4 recomputed, rebuilding 5

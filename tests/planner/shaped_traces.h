@@ -9,7 +9,7 @@
 #include <string>
 
 #include "simulator/hardware.h"
-#include "slackswap/v1/trace.pb.h"
+#include "simulator/trace_spec.h"
 
 namespace slackswap::testing {
 
@@ -21,36 +21,36 @@ namespace slackswap::testing {
 //   dag:          from up to three of the 50 tensors before it.
 // Rebuild costs rise along the trace, so a recompute pass marks tensors from
 // the start of a chain: each mark lands above everything marked so far.
-inline v1::Trace ShapedTrace(const std::string& shape, int n) {
-  v1::Trace t;
-  t.set_name(shape);
+inline TraceSpec ShapedTrace(const std::string& shape, int n) {
+  TraceSpec t;
+  t.name = shape;
   const bool blocks = shape == "chain-blocks";
   for (int i = 0; i < 2 * n; ++i) {
-    v1::Operator* op = t.add_operators();
+    OperatorSpec& op = t.operators.emplace_back();
     const bool forward = i < n;
-    op->set_phase(forward ? v1::PHASE_FORWARD : v1::PHASE_BACKWARD);
-    op->set_kind(v1::OP_KIND_ELEMENTWISE);
-    op->set_duration_ns(forward ? 1000 : 2000);
-    op->set_block_index(blocks ? (forward ? i : 2 * n - 1 - i) : 0);
+    op.phase = forward ? Phase::kForward : Phase::kBackward;
+    op.kind = OpKind::kElementwise;
+    op.duration_ns = forward ? 1000 : 2000;
+    op.block_index = blocks ? (forward ? i : 2 * n - 1 - i) : 0;
   }
   uint32_t random = 12345;
   for (int i = 0; i < n; ++i) {
-    v1::Tensor* tensor = t.add_tensors();
-    tensor->set_size_bytes(1'000'000);
-    tensor->set_producer_op(i);
-    tensor->add_use_ops(i + 1 < n ? i + 1 : n);
-    tensor->add_use_ops(2 * n - 1 - i);
-    tensor->set_recompute_duration_ns(1000 + i);
+    TensorSpec& tensor = t.tensors.emplace_back();
+    tensor.size_bytes = 1'000'000;
+    tensor.producer_op = i;
+    tensor.use_ops.push_back(i + 1 < n ? i + 1 : n);
+    tensor.use_ops.push_back(2 * n - 1 - i);
+    tensor.recompute_duration_ns = 1000 + i;
     if (i == 0) continue;
     if (shape == "chain" || shape == "chain-blocks") {
-      tensor->add_recompute_inputs(i - 1);
+      tensor.recompute_inputs.push_back(i - 1);
     } else if (shape == "star") {
-      tensor->add_recompute_inputs(0);
+      tensor.recompute_inputs.push_back(0);
     } else {
       for (int k = 0; k < 3; ++k) {
         random = random * 1103515245u + 12345u;
         const int lo = std::max(0, i - 50);
-        tensor->add_recompute_inputs(
+        tensor.recompute_inputs.push_back(
             lo +
             static_cast<int>((random >> 8) % static_cast<uint32_t>(i - lo)));
       }

@@ -17,6 +17,7 @@
 #include "service/wire_convert.h"
 #include "simulator/hardware.h"
 #include "simulator/workload.h"
+#include "tests/service/tiny_proto_trace.h"
 #include "tests/simulator/test_traces.h"
 
 namespace slackswap {
@@ -123,7 +124,7 @@ std::string WithField(std::string bytes, int field, int wire_type,
 
 TEST(TraceWireTest, LeavesOtherEncodingsToProtobuf) {
   const google::protobuf::LogSilencer quiet;  // parse errors are expected
-  testing::TinyTrace tiny;
+  testing::TinyProtoTrace tiny;
   const int f = tiny.Fwd(10);
   const int b = tiny.Bwd(10);
   tiny.Tensor(64, f, {b});
@@ -155,7 +156,7 @@ TEST(TraceWireTest, LeavesOtherEncodingsToProtobuf) {
 // protobuf; a dtype that is not UTF-8 is protobuf's to reject.
 TEST(TraceWireTest, SkipsTheRuntimeFieldsOfATensor) {
   const google::protobuf::LogSilencer quiet;
-  testing::TinyTrace tiny;
+  testing::TinyProtoTrace tiny;
   const int f = tiny.Fwd(10);
   const int b = tiny.Bwd(10);
   tiny.Tensor(64, f, {b});
@@ -174,7 +175,7 @@ TEST(TraceWireTest, SkipsTheRuntimeFieldsOfATensor) {
 // instead, naming the field.
 TEST(TraceWireTest, NamesThatAreNotUtf8AreRejectedWithTheirField) {
   const google::protobuf::LogSilencer quiet;  // protobuf's side logs
-  testing::TinyTrace tiny;
+  testing::TinyProtoTrace tiny;
   const int f = tiny.Fwd(10);
   const int b = tiny.Bwd(10);
   tiny.Tensor(64, f, {b});
@@ -188,7 +189,7 @@ TEST(TraceWireTest, NamesThatAreNotUtf8AreRejectedWithTheirField) {
   for (const std::string& name : invalid) {
     SCOPED_TRACE(absl::CEscape(name));
     std::vector<Case> cases;
-    testing::TinyTrace t = tiny;
+    testing::TinyProtoTrace t = tiny;
     t.proto.set_name(name);
     cases.push_back({t.proto.SerializePartialAsString(), "trace.name"});
     t = tiny;

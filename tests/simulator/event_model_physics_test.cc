@@ -200,7 +200,7 @@ TEST(EventModelTest, CopiesSlowMemoryBoundOpsBeneathThem) {
   t.Fwd(10), t.Fwd(500), t.Bwd(500), t.Bwd(10);
   t.Tensor(100, 0, {3});
   // Op 1 reads and writes 2000 bytes at 4 bytes/ns: memory-bound, 500 ns.
-  t.proto.mutable_operators(1)->set_memory_traffic_bytes(2000);
+  t.spec.operators[1].memory_traffic_bytes = 2000;
   Hardware hw = ByteNanosecondLink();
   hw.hbm_bytes_per_second = 4'000'000'000;
   Hardware contended = hw;
@@ -222,9 +222,9 @@ TEST(EventModelTest, CopiesSlowMemoryBoundOpsBeneathThem) {
   // An op whose roofline is compute-bound even with the HBM left is not
   // slowed: 7e5 FLOPs at 1e12 FLOP/s take 700 ns of roofline time, above
   // the 2000 bytes at 3 bytes/ns (667 ns). At 5e5 FLOPs (500 ns) it is.
-  t.proto.mutable_operators(1)->set_flops(700'000);
+  t.spec.operators[1].flops = 700'000;
   EXPECT_EQ(ReplayOnNode(t.Build(), contended).iteration_ns, 1020);
-  t.proto.mutable_operators(1)->set_flops(500'000);
+  t.spec.operators[1].flops = 500'000;
   EXPECT_EQ(ReplayOnNode(t.Build(), contended).iteration_ns, 1045);
 }
 
@@ -257,8 +257,8 @@ TEST(EventModelTest, ContentionAtTheLimitsFollowsTheFormula) {
   TinyTrace t;
   t.Fwd(10), t.Fwd(2000), t.Bwd(2000), t.Bwd(10);
   t.Tensor(int64_t{1} << 40, 0, {3});
-  t.proto.mutable_operators(1)->set_flops(int64_t{1} << 60);
-  t.proto.mutable_operators(1)->set_memory_traffic_bytes(int64_t{1} << 60);
+  t.spec.operators[1].flops = int64_t{1} << 60;
+  t.spec.operators[1].memory_traffic_bytes = int64_t{1} << 60;
   const SimulationResult r = ReplayOnNode(t.Build(), hw);
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(r.contention_ns, 120);

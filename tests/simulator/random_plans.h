@@ -11,8 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "service/trace_convert.h"
-#include "service/wire_convert.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
 #include "simulator/schedule.h"

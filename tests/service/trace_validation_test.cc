@@ -11,6 +11,7 @@
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
 #include "simulator/trace_limits.h"
+#include "tests/service/tiny_proto_trace.h"
 #include "tests/simulator/test_traces.h"
 
 namespace slackswap {
@@ -18,11 +19,11 @@ namespace {
 
 using ::slackswap::testing::ByteNanosecondLink;
 using ::slackswap::testing::PlanOf;
-using ::slackswap::testing::TinyTrace;
+using ::slackswap::testing::TinyProtoTrace;
 
 // A valid two-forward, two-backward trace with two tensors.
-TinyTrace Valid() {
-  TinyTrace t;
+TinyProtoTrace Valid() {
+  TinyProtoTrace t;
   t.Fwd(10), t.Fwd(10), t.Bwd(10), t.Bwd(10);
   t.Tensor(100, 0, {1, 3});
   t.Tensor(50, 1, {2}, 5, {0});
@@ -41,7 +42,7 @@ void ExpectViolation(
 }
 
 void ExpectTraceViolation(
-    const TinyTrace& t, const std::string& field,
+    const TinyProtoTrace& t, const std::string& field,
     absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
   ExpectViolation(TraceFromProto(t.proto).status(), field, code);
 }
@@ -49,7 +50,7 @@ void ExpectTraceViolation(
 // Operator and tensor problems come back in one answer: a client fixes them
 // all from one round trip.
 TEST(TraceValidationTest, ReportsOperatorAndTensorViolationsTogether) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(1)->set_duration_ns(-1);
   t.proto.mutable_operators(2)->set_kind(static_cast<v1::OpKind>(99));
   t.proto.mutable_tensors(1)->set_size_bytes(-5);
@@ -81,41 +82,41 @@ TEST(TraceValidationTest, ValidTraceIsAcceptedWithDerivedFields) {
 }
 
 TEST(TraceValidationTest, RejectsAnEmptyTrace) {
-  ExpectTraceViolation(TinyTrace(), "trace.operators");
+  ExpectTraceViolation(TinyProtoTrace(), "trace.operators");
 }
 
 TEST(TraceValidationTest, RejectsUnspecifiedPhase) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(1)->set_phase(v1::PHASE_UNSPECIFIED);
   ExpectTraceViolation(t, "trace.operators[1].phase");
 }
 
 TEST(TraceValidationTest, RejectsPhasesOutOfOrder) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(2)->set_phase(v1::PHASE_OPTIMIZER);
   ExpectTraceViolation(t, "trace.operators[3].phase");
 }
 
 TEST(TraceValidationTest, RejectsUnknownOpKind) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(0)->set_kind(static_cast<v1::OpKind>(99));
   ExpectTraceViolation(t, "trace.operators[0].kind");
 }
 
 TEST(TraceValidationTest, RejectsNegativeDuration) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(2)->set_duration_ns(-1);
   ExpectTraceViolation(t, "trace.operators[2].duration_ns");
 }
 
 TEST(TraceValidationTest, RejectsNegativeWorkspace) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(0)->set_workspace_bytes(-5);
   ExpectTraceViolation(t, "trace.operators[0].workspace_bytes");
 }
 
 TEST(TraceValidationTest, RejectsNegativeBlockIndex) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(0)->set_block_index(-1);
   ExpectTraceViolation(t, "trace.operators[0].block_index");
 }
@@ -124,57 +125,57 @@ TEST(TraceValidationTest, RejectsNegativeBlockIndex) {
 // it (INT32_MAX: std::bad_alloc killed the server). There cannot be more
 // layers than operators.
 TEST(TraceValidationTest, RejectsBlockIndexNotBelowTheOperatorCount) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(2)->set_block_index(
       std::numeric_limits<int32_t>::max());
   ExpectTraceViolation(t, "trace.operators[2].block_index");
-  TinyTrace u = Valid();
+  TinyProtoTrace u = Valid();
   u.proto.mutable_operators(1)->set_block_index(4);  // 4 operators
   ExpectTraceViolation(u, "trace.operators[1].block_index");
-  TinyTrace w = Valid();
+  TinyProtoTrace w = Valid();
   w.proto.mutable_operators(1)->set_block_index(3);
   EXPECT_TRUE(TraceFromProto(w.proto).ok());
 }
 
 TEST(TraceValidationTest, RejectsLongNames) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(3)->set_name(std::string(257, 'x'));
   ExpectTraceViolation(t, "trace.operators[3].name");
-  TinyTrace u = Valid();
+  TinyProtoTrace u = Valid();
   u.proto.set_name(std::string(1000, 'x'));
   ExpectTraceViolation(u, "trace.name");
 }
 
 TEST(TraceValidationTest, RejectsDurationsThatOverflow) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   for (int i = 0; i < 4; ++i)
     t.proto.mutable_operators(i)->set_duration_ns(int64_t{1} << 59);
   ExpectTraceViolation(t, "trace.operators");
-  TinyTrace u = Valid();
+  TinyProtoTrace u = Valid();
   u.proto.mutable_operators(0)->set_duration_ns(
       std::numeric_limits<int64_t>::max());
   ExpectTraceViolation(u, "trace.operators[0].duration_ns");
 }
 
 TEST(TraceValidationTest, RejectsNegativeSize) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(1)->set_size_bytes(-1);
   ExpectTraceViolation(t, "trace.tensors[1].size_bytes");
 }
 
 TEST(TraceValidationTest, RejectsSizesThatOverflow) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(0)->set_size_bytes(
       std::numeric_limits<int64_t>::max());
   ExpectTraceViolation(t, "trace.tensors[0].size_bytes");
-  TinyTrace u = Valid();
+  TinyProtoTrace u = Valid();
   u.proto.mutable_tensors(0)->set_size_bytes(int64_t{1} << 60);
   u.proto.mutable_tensors(1)->set_size_bytes(int64_t{1} << 60);
   ExpectTraceViolation(u, "trace.tensors");
 }
 
 TEST(TraceValidationTest, RejectsProducerOutOfRange) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(0)->set_producer_op(4);
   ExpectTraceViolation(t, "trace.tensors[0].producer_op");
   t.proto.mutable_tensors(0)->set_producer_op(-1);
@@ -182,28 +183,28 @@ TEST(TraceValidationTest, RejectsProducerOutOfRange) {
 }
 
 TEST(TraceValidationTest, RejectsBackwardProducer) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(1)->set_producer_op(2);
   ExpectTraceViolation(t, "trace.tensors[1].producer_op");
 }
 
 TEST(TraceValidationTest, RejectsUseOutOfRange) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(0)->set_use_ops(1, 12);
   ExpectTraceViolation(t, "trace.tensors[0].use_ops[1]");
 }
 
 TEST(TraceValidationTest, RejectsUseBeforeProducer) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(1)->add_use_ops(0);
   ExpectTraceViolation(t, "trace.tensors[1].use_ops[1]");
-  TinyTrace u = Valid();
+  TinyProtoTrace u = Valid();
   u.proto.mutable_tensors(1)->add_use_ops(1);  // the producer itself
   ExpectTraceViolation(u, "trace.tensors[1].use_ops[1]");
 }
 
 TEST(TraceValidationTest, RejectsUseByOptimizer) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   v1::Operator* opt = t.proto.add_operators();
   opt->set_phase(v1::PHASE_OPTIMIZER);
   t.proto.mutable_tensors(0)->add_use_ops(4);
@@ -211,32 +212,32 @@ TEST(TraceValidationTest, RejectsUseByOptimizer) {
 }
 
 TEST(TraceValidationTest, RejectsTensorWithoutBackwardUse) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(0)->clear_use_ops();
   t.proto.mutable_tensors(0)->add_use_ops(1);
   ExpectTraceViolation(t, "trace.tensors[0].use_ops");
 }
 
 TEST(TraceValidationTest, RejectsRecomputeInputOutOfRange) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(1)->set_recompute_inputs(0, 2);
   ExpectTraceViolation(t, "trace.tensors[1].recompute_inputs[0]");
 }
 
 TEST(TraceValidationTest, RejectsSelfRecomputeInput) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(1)->set_recompute_inputs(0, 1);
   ExpectTraceViolation(t, "trace.tensors[1].recompute_inputs[0]");
 }
 
 TEST(TraceValidationTest, RejectsNegativeRecomputeDuration) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(1)->set_recompute_duration_ns(-3);
   ExpectTraceViolation(t, "trace.tensors[1].recompute_duration_ns");
 }
 
 TEST(TraceValidationTest, RejectsRecomputeCycleNamingATensorOnIt) {
-  TinyTrace t;
+  TinyProtoTrace t;
   t.Fwd(1), t.Bwd(1);
   t.Tensor(1, 0, {1}, 1, {});  // 0: feeds the cycle but is not on it
   t.Tensor(1, 0, {1}, 1, {0, 3});
@@ -253,7 +254,7 @@ TEST(TraceValidationTest, RejectsRecomputeCycleNamingATensorOnIt) {
 
 TEST(TraceValidationTest, LongRecomputeChainAndLongCycleNeitherRecurseNorHang) {
   constexpr int kLength = 200000;
-  TinyTrace chain;
+  TinyProtoTrace chain;
   chain.Fwd(1), chain.Bwd(1);
   for (int i = 0; i < kLength; ++i) {
     v1::Tensor* t = chain.proto.add_tensors();
@@ -272,7 +273,7 @@ TEST(TraceValidationTest, LongRecomputeChainAndLongCycleNeitherRecurseNorHang) {
 }
 
 TEST(TraceValidationTest, RejectsTooManyRelationsAsResourceExhausted) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(0)->mutable_use_ops()->Resize(
       static_cast<int>(kMaxRelations) + 1, 3);
   ExpectTraceViolation(t, "trace.tensors",
@@ -280,7 +281,7 @@ TEST(TraceValidationTest, RejectsTooManyRelationsAsResourceExhausted) {
 }
 
 TEST(TraceValidationTest, ReportsEveryViolationInThePayload) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_operators(0)->set_duration_ns(-1);
   t.proto.mutable_operators(1)->set_duration_ns(-1);
   t.proto.mutable_operators(2)->set_workspace_bytes(-1);
@@ -290,7 +291,7 @@ TEST(TraceValidationTest, ReportsEveryViolationInThePayload) {
 }
 
 TEST(TraceValidationTest, DuplicateUsesAreMergedAndUsesMayComeInAnyOrder) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(0)->clear_use_ops();
   for (int u : {3, 1, 3, 1}) t.proto.mutable_tensors(0)->add_use_ops(u);
   absl::StatusOr<Trace> trace = TraceFromProto(t.proto);
@@ -369,7 +370,7 @@ TEST(PlanValidationTest, RejectsWrongCountAndUnspecifiedDecision) {
 }
 
 TEST(PlanValidationTest, RejectsForbiddenDecisions) {
-  TinyTrace t = Valid();
+  TinyProtoTrace t = Valid();
   t.proto.mutable_tensors(0)->set_swap_forbidden(true);
   t.proto.mutable_tensors(1)->set_recompute_forbidden(true);
   const Trace trace = t.Build();

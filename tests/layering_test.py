@@ -6,6 +6,10 @@ below it. base, simulator and planner know nothing of gRPC, protobuf or
 Prometheus: the wire conversions are service/'s (wire_convert.h,
 trace_convert.h).
 
+planner/ marks its public surface: planner/README.md lists its public and
+internal headers, and the layers above include only the public ones. The
+tests of the layers below service/ build their traces without it.
+
 Usage: layering_test.py ROOT      (also checks itself on a made-up tree)
 """
 import os
@@ -72,7 +76,90 @@ def linked_wire_libraries(root):
     return found
 
 
+SURFACE_ROW = re.compile(r"^\| `([a-z_]+\.h)` \|", re.M)
+
+
+def planner_surface(root):
+    """(public, internal) header names from planner/README.md's two tables."""
+    with open(os.path.join(root, "planner", "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    public, internal = text.split("## Internal headers")
+    return set(SURFACE_ROW.findall(public)), set(SURFACE_ROW.findall(internal))
+
+
+def surface_violations(root):
+    """What breaks the planner's public surface: a header on neither list or
+    both, a listed header that does not exist, and an include of an internal
+    header from outside planner/ (tests apart)."""
+    public, internal = planner_surface(root)
+    headers = {n for n in os.listdir(os.path.join(root, "planner")) if n.endswith(".h")}
+    found = [f"planner/{h}: on neither list of planner/README.md"
+             for h in sorted(headers - public - internal)]
+    found += [f"planner/{h}: on both lists" for h in sorted(public & internal)]
+    found += [f"planner/{h}: listed but not there" for h in sorted((public | internal) - headers)]
+    for folder in ("service", "server", "client"):
+        for dirpath, _, names in os.walk(os.path.join(root, folder)):
+            for name in sorted(names):
+                if not name.endswith((".h", ".cc")):
+                    continue
+                full = os.path.join(dirpath, name)
+                with open(full, encoding="utf-8") as f:
+                    for include in INCLUDE.findall(f.read()):
+                        if include.startswith("planner/") and include[8:] in internal:
+                            found.append(f"{os.path.relpath(full, root)}: includes the "
+                                         f"internal {include}")
+    return found
+
+
+def tests_below_the_service(root):
+    """(file, include) for each planner or base test that includes service/:
+    they build traces with the simulator's TraceSpec, as their layers do.
+    (Two simulator tests still convert through the service: the generator's
+    serialized sizes and the corruptions of a serialized trace.)"""
+    found = []
+    for folder in ("base", "planner"):
+        for dirpath, _, names in os.walk(os.path.join(root, "tests", folder)):
+            for name in sorted(names):
+                if not name.endswith((".h", ".cc")):
+                    continue
+                full = os.path.join(dirpath, name)
+                with open(full, encoding="utf-8") as f:
+                    found += [(os.path.relpath(full, root), i)
+                              for i in INCLUDE.findall(f.read()) if i.startswith("service/")]
+    return found
+
+
 class LayeringTest(unittest.TestCase):
+    def test_the_planners_public_surface_is_all_the_layers_above_use(self):
+        found = surface_violations(ROOT)
+        self.assertEqual(found, [], "\n".join(found))
+
+    def test_the_planner_tests_build_traces_without_the_service(self):
+        self.assertEqual(tests_below_the_service(ROOT), [])
+
+    def test_it_finds_uses_of_the_planners_internals(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = {
+                "planner/README.md": "## Public headers\n| `a.h` | x |\n| `b.h` | y |\n"
+                                     "## Internal headers\n| `b.h` | y |\n| `c.h` | z |\n"
+                                     "| `gone.h` | w |\n",
+                "planner/a.h": "", "planner/b.h": "", "planner/c.h": "", "planner/d.h": "",
+                "service/s.cc": '#include "planner/a.h"\n#include "planner/c.h"\n',
+                "tests/planner/t.cc": '#include "planner/c.h"\n#include "service/s.h"\n',
+            }
+            for rel, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
+                with open(os.path.join(tmp, rel), "w") as f:
+                    f.write(text)
+            self.assertEqual(surface_violations(tmp), [
+                "planner/d.h: on neither list of planner/README.md",
+                "planner/b.h: on both lists",
+                "planner/gone.h: listed but not there",
+                "service/s.cc: includes the internal planner/c.h",
+            ])
+            self.assertEqual(tests_below_the_service(tmp),
+                             [("tests/planner/t.cc", "service/s.h")])
+
     def test_the_lower_layers_link_no_wire_library(self):
         self.assertEqual(linked_wire_libraries(ROOT), [])
 

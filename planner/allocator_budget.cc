@@ -27,27 +27,27 @@ const std::vector<SpeedScaling>& ReservedCheckScalings() {
 }
 
 SimulationOptions AllocatorReplayOptions(int64_t budget_bytes,
-                                         const MemoryModel& memory,
+                                         const Physics& physics,
                                          bool per_layer_barriers) {
   SimulationOptions options;
   options.budget_bytes = budget_bytes;
   options.per_layer_barriers = per_layer_barriers;
-  options.allocator = memory.allocator;
-  options.budget_reserved =
-      memory.budget_reserved && memory.allocator != AllocatorKind::kNone;
+  options.physics = physics;
+  options.physics.budget_reserved =
+      physics.budget_reserved && physics.allocator != AllocatorKind::kNone;
   return options;
 }
 
 absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
                                                   const Hardware& hardware,
                                                   int64_t budget_bytes,
-                                                  const MemoryModel& memory,
+                                                  const Physics& physics,
                                                   const BudgetedPlanner& plan) {
-  if (memory.allocator == AllocatorKind::kNone) return plan(budget_bytes);
+  if (physics.allocator == AllocatorKind::kNone) return plan(budget_bytes);
   // The plan's replay under the allocator (policies make valid plans; one
   // that is not keeps the policy's answer).
   const auto replay = [&](PlanningResult& r, int64_t budget, bool reserved) {
-    MemoryModel model = memory;
+    Physics model = physics;
     model.budget_reserved = reserved;
     absl::StatusOr<SimulationResult> replayed =
         Simulate(trace, hardware, r.plan,
@@ -74,7 +74,7 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
     result.planned_budget_bytes = resident_budget;
     // Under a resident budget the allocator only observes: the same replay,
     // with the reserved peak.
-    if (!replay(result, resident_budget, false) || !memory.budget_reserved) {
+    if (!replay(result, resident_budget, false) || !physics.budget_reserved) {
       return result;
     }
     const int64_t reserved = result.replay.peak_reserved_bytes;
@@ -91,9 +91,9 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
       // them reserves, as the overshoot, when one does not complete.
       const Schedule schedule = DeriveSchedule(trace, result.plan);
       const SimulationOptions options = AllocatorReplayOptions(
-          budget_bytes, memory, result.per_layer_barriers);
+          budget_bytes, physics, result.per_layer_barriers);
       SimulationOptions observed = options;
-      observed.budget_reserved = false;
+      observed.physics.budget_reserved = false;
       observed.budget_bytes = resident_budget;
       std::string failed;
       int64_t most_reserved = reserved;

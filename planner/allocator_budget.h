@@ -18,9 +18,11 @@
 // plan was made for.
 //
 // Example:
-//   MemoryModel memory{AllocatorKind::kCaching, /*budget_reserved=*/true};
+//   Physics physics;
+//   physics.allocator = AllocatorKind::kCaching;
+//   physics.budget_reserved = true;
 //   absl::StatusOr<PlanningResult> result = PlanUnderAllocator(
-//       trace, hardware, budget, memory,
+//       trace, hardware, budget, physics,
 //       [&](int64_t b) { return PlanSlackSwap(trace, hardware, b, options); });
 #ifndef SLACKSWAP_PLANNER_ALLOCATOR_BUDGET_H_
 #define SLACKSWAP_PLANNER_ALLOCATOR_BUDGET_H_
@@ -34,16 +36,10 @@
 #include "simulator/caching_allocator.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
+#include "simulator/physics.h"
 #include "simulator/trace.h"
 
 namespace slackswap {
-
-// The allocator model of a planning call. kNone: not modelled.
-struct MemoryModel {
-  AllocatorKind allocator = AllocatorKind::kNone;
-  // With an allocator: the budget bounds reserved bytes, not resident ones.
-  bool budget_reserved = false;
-};
 
 inline constexpr int kReservedBudgetRounds = 8;
 
@@ -56,7 +52,7 @@ const std::vector<SpeedScaling>& ReservedCheckScalings();
 using BudgetedPlanner =
     std::function<absl::StatusOr<PlanningResult>(int64_t budget_bytes)>;
 
-// With memory.allocator kNone, plan(budget_bytes). Otherwise the plan for
+// With physics.allocator kNone, plan(budget_bytes). Otherwise the plan for
 // `budget_bytes` with its replay under the allocator (the same times, with
 // the reserved peak), or under a reserved budget as the header comment says.
 // An answer with no plan within the reserved budget is infeasible with the
@@ -65,12 +61,13 @@ using BudgetedPlanner =
 absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
                                                   const Hardware& hardware,
                                                   int64_t budget_bytes,
-                                                  const MemoryModel& memory,
+                                                  const Physics& physics,
                                                   const BudgetedPlanner& plan);
 
-// Simulation options for a replay under `memory` and `budget_bytes`.
+// Simulation options for a replay under `physics` (the node's and the
+// allocator's) and `budget_bytes`.
 SimulationOptions AllocatorReplayOptions(int64_t budget_bytes,
-                                         const MemoryModel& memory,
+                                         const Physics& physics,
                                          bool per_layer_barriers);
 
 }  // namespace slackswap

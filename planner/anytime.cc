@@ -62,6 +62,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     p.per_layer_barriers = options.per_layer_barriers;
     p.stop = options.stop;
     p.target_ns = options.target_ns;
+    p.physics = options.physics;
     const SimulationResult before = replay;
     const PolishResult r =
         Polish(trace, hardware, budget_bytes, p, plan, replay);
@@ -109,6 +110,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     genetic.threads = 1;
     genetic.per_layer_barriers = options.per_layer_barriers;
     genetic.target_ns = options.target_ns;
+    genetic.physics = options.physics;
     genetic.stall_generations = static_cast<int32_t>(std::max<int64_t>(
         kStallGenerations, genetic.max_evaluations / kPopulation / 3));
     genetic.should_stop = [&] {

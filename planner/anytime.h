@@ -55,6 +55,8 @@ struct AnytimeOptions {
   // for the trace and barrier setting).
   std::vector<Plan> extra_starts;
   StopPoll* stop = nullptr;  // may be null
+  // The node physics every replay applies.
+  Physics physics;
 };
 
 struct AnytimeResult {

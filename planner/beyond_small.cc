@@ -105,7 +105,7 @@ absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(
       SLACKSWAP_ASSIGN_OR_RETURN(Case c,
                                  MakeCase(kind, seed, options.max_tensors));
       if (!CheckTimeRange(c.trace, c.hardware).ok() ||
-          !CheckPhysics(c.trace, c.hardware).ok()) {
+          !CheckPhysics(c.trace, c.hardware, Physics()).ok()) {
         continue;
       }
       const int64_t peak = AllKeepPeakBytes(c.trace);
@@ -168,7 +168,7 @@ absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(
           consider(PolicyName(p), r.feasible, r.replay.iteration_ns);
         }
         if (c.trace.num_tensors() <= kMaxOptimumTensors &&
-            !c.hardware.UsesNodePhysics()) {
+            !UsesNodePhysics(c.hardware, Physics())) {
           SLACKSWAP_ASSIGN_OR_RETURN(
               const PlanningResult opt,
               PlanOptimum(c.trace, c.hardware, budget, OptimumOptions()));

@@ -11,10 +11,10 @@ namespace slackswap {
 
 absl::StatusOr<PlanningResult> PlanCheckpointing(
     const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
-    const StopFunction& should_stop) {
+    const Physics& physics, const StopFunction& should_stop) {
   const LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
   if (!bound.feasible)
-    return ProvenInfeasible(trace, hardware, budget_bytes, bound);
+    return ProvenInfeasible(trace, hardware, budget_bytes, physics, bound);
   PlanDraft draft(trace);
   const std::vector<std::vector<int32_t>> bodies = BlockBodies(trace);
   std::vector<int64_t> body_bytes(bodies.size(), 0);
@@ -36,7 +36,7 @@ absl::StatusOr<PlanningResult> PlanCheckpointing(
   }
   if (stop.StopNow()) return PlanningStopped();
   PlanningResult result =
-      Judge(trace, hardware, budget_bytes, draft.plan(), false, bound);
+      Judge(trace, hardware, budget_bytes, draft.plan(), false, physics, bound);
   if (!result.feasible && draft.PeakBytes() > budget_bytes) {
     result.reason = "below the floor of block checkpointing: " + result.reason;
   }

@@ -17,7 +17,7 @@ namespace slackswap {
 // Replayed without barriers. Deterministic; O(n log n).
 absl::StatusOr<PlanningResult> PlanCheckpointing(
     const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
-    const StopFunction& should_stop = nullptr);
+    const Physics& physics, const StopFunction& should_stop = nullptr);
 
 }  // namespace slackswap
 

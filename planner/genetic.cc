@@ -38,6 +38,7 @@ class Search {
         rng_(options.seed) {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
+    sim_.physics = options.physics;
     for (int32_t t = 0; t < trace.num_tensors(); ++t) {
       if (trace.tensors[t].size_bytes > 0) mutable_.push_back(t);
     }

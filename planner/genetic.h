@@ -41,6 +41,8 @@ struct GeneticOptions {
   // Stop after this many generations in a row without a better best plan
   // (0: never).
   int32_t stall_generations = 0;
+  // The node physics every replay applies.
+  Physics physics;
 };
 
 struct GeneticResult {

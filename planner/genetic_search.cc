@@ -14,6 +14,7 @@ absl::StatusOr<PlanningResult> PlanGeneticSearch(const Trace& trace,
                              PlanSlackSwap(trace, hardware, budget_bytes, [&] {
                                PlannerOptions o;
                                o.should_stop = options.should_stop;
+                               o.physics = options.physics;
                                return o;
                              }()));
   if (!slackswap.lower_bound.feasible) return slackswap;
@@ -26,7 +27,7 @@ absl::StatusOr<PlanningResult> PlanGeneticSearch(const Trace& trace,
       RunGenetic(trace, hardware, budget_bytes, seeds, options);
   if (search.stopped) return PlanningStopped();
   PlanningResult result = Judge(trace, hardware, budget_bytes, search.best,
-                                false, slackswap.lower_bound);
+                                false, options.physics, slackswap.lower_bound);
   result.stats.plans_evaluated = search.evaluations;
   return result;
 }

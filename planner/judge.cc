@@ -6,7 +6,8 @@ namespace slackswap {
 
 PlanningResult Judge(const Trace& trace, const Hardware& hardware,
                      int64_t budget_bytes, const Plan& plan,
-                     bool per_layer_barriers, const LowerBound& lower_bound) {
+                     bool per_layer_barriers, const Physics& physics,
+                     const LowerBound& lower_bound) {
   PlanningResult result;
   result.plan = plan;
   result.lower_bound = lower_bound;
@@ -24,6 +25,7 @@ PlanningResult Judge(const Trace& trace, const Hardware& hardware,
   SimulationOptions options;
   options.budget_bytes = budget_bytes;
   options.per_layer_barriers = per_layer_barriers;
+  options.physics = physics;
   result.replay = SimulateSchedule(trace, hardware, plan,
                                    DeriveSchedule(trace, plan), options);
   result.feasible = result.replay.feasible;
@@ -32,10 +34,11 @@ PlanningResult Judge(const Trace& trace, const Hardware& hardware,
 }
 
 PlanningResult ProvenInfeasible(const Trace& trace, const Hardware& hardware,
-                                int64_t budget_bytes,
+                                int64_t budget_bytes, const Physics& physics,
                                 const LowerBound& lower_bound) {
-  PlanningResult result = Judge(trace, hardware, budget_bytes,
-                                Plan::AllKeep(trace), false, lower_bound);
+  PlanningResult result =
+      Judge(trace, hardware, budget_bytes, Plan::AllKeep(trace), false, physics,
+            lower_bound);
   result.feasible = false;
   result.reason = lower_bound.reason;
   return result;

@@ -14,6 +14,7 @@
 
 #include "planner/slackswap.h"
 #include "simulator/hardware.h"
+#include "simulator/physics.h"
 #include "simulator/plan.h"
 #include "simulator/trace.h"
 
@@ -22,15 +23,17 @@ namespace slackswap {
 // Replays `plan` (which must be valid for the trace, hardware and barrier
 // setting) and fills a result: feasible iff the replay completed; otherwise
 // `reason` is the replay's. `lower_bound` must come from ComputeLowerBound for
-// the same inputs.
+// the same inputs. The replay applies `physics` (its node part: the
+// allocator is judged around the policy, allocator_budget.h).
 PlanningResult Judge(const Trace& trace, const Hardware& hardware,
                      int64_t budget_bytes, const Plan& plan,
-                     bool per_layer_barriers, const LowerBound& lower_bound);
+                     bool per_layer_barriers, const Physics& physics,
+                     const LowerBound& lower_bound);
 
 // The result for a budget the lower bound proves infeasible: the all-keep
 // plan, its (infeasible) replay, and the bound's reason.
 PlanningResult ProvenInfeasible(const Trace& trace, const Hardware& hardware,
-                                int64_t budget_bytes,
+                                int64_t budget_bytes, const Physics& physics,
                                 const LowerBound& lower_bound);
 
 }  // namespace slackswap

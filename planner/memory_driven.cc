@@ -10,11 +10,12 @@ namespace slackswap {
 
 absl::StatusOr<PlanningResult> PlanMemoryDriven(
     const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
-    const TensorChoice& choice, const StopFunction& should_stop) {
+    const TensorChoice& choice, const Physics& physics,
+    const StopFunction& should_stop) {
   StopPoll stop(should_stop);
   const LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
   if (!bound.feasible)
-    return ProvenInfeasible(trace, hardware, budget_bytes, bound);
+    return ProvenInfeasible(trace, hardware, budget_bytes, physics, bound);
   PlanDraft draft(trace);
   const std::vector<int32_t> run_start = BlockRunStarts(trace);
   std::vector<int32_t> run_end(trace.ops.size());
@@ -57,7 +58,7 @@ absl::StatusOr<PlanningResult> PlanMemoryDriven(
                   issue);
   }
   return Judge(trace, hardware, budget_bytes, draft.plan(),
-               /*per_layer_barriers=*/true, bound);
+               /*per_layer_barriers=*/true, physics, bound);
 }
 
 }  // namespace slackswap

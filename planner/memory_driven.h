@@ -23,7 +23,8 @@ using TensorChoice = std::function<Decision(const Trace&, int32_t tensor)>;
 // `should_stop` said so.
 absl::StatusOr<PlanningResult> PlanMemoryDriven(
     const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
-    const TensorChoice& choice, const StopFunction& should_stop = nullptr);
+    const TensorChoice& choice, const Physics& physics,
+    const StopFunction& should_stop = nullptr);
 
 }  // namespace slackswap
 

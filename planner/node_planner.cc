@@ -136,7 +136,7 @@ class NodeRun {
       job.plan = &plans[j].plan;
       job.schedule = &schedules.back();
       job.options = AllocatorReplayOptions(
-          jobs_[j].budget_bytes, options_.memory, plans[j].per_layer_barriers);
+          jobs_[j].budget_bytes, options_.physics, plans[j].per_layer_barriers);
       job.gpus = jobs_[j].gpus;
       node_jobs.push_back(job);
     }

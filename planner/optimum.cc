@@ -26,6 +26,7 @@ class Search {
         plan_(Plan::AllKeep(trace)),
         floor_(trace.ops.size(), 0) {
     sim_.budget_bytes = budget;
+    sim_.physics = options.physics;
     gated_.assign(trace.tensors.size(), 0);
     sim_.issue_gated = &gated_;
   }
@@ -293,6 +294,7 @@ absl::StatusOr<PlanningResult> PlanOptimum(const Trace& trace,
   }
   PlannerOptions slackswap;
   slackswap.should_stop = options.should_stop;
+  slackswap.physics = options.physics;
   // The incumbent only has to be good: the search below proves the rest.
   slackswap.search_time_ms = kOptimumSeedSearchMs;
   SLACKSWAP_ASSIGN_OR_RETURN(
@@ -316,6 +318,7 @@ absl::StatusOr<PlanningResult> PlanOptimum(const Trace& trace,
   result.plan = Plan::AllKeep(trace);
   SimulationOptions sim;
   sim.budget_bytes = budget_bytes;
+  sim.physics = options.physics;
   result.replay = SimulateSchedule(trace, hardware, result.plan,
                                    DeriveSchedule(trace, result.plan), sim);
   return result;

@@ -48,6 +48,8 @@ struct OptimumOptions {
   // Replays the search may make before it gives up (RESOURCE_EXHAUSTED).
   int64_t max_replays = 20'000'000;
   StopFunction should_stop;
+  // The node physics every replay applies.
+  Physics physics;
 };
 
 // The optimum, or an infeasible result whose reason says that no plan fits

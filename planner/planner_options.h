@@ -93,6 +93,10 @@ struct PlannerOptions {
   // Asked between rounds and inside the passes: PlanSlackSwap returns
   // PlanningStopped() soon after it says true.
   StopFunction should_stop;
+  // The node physics every replay of the plan applies (RunPolicy sets it
+  // from PolicyOptions::physics; the allocator is judged around the
+  // planner, so its fields stay off here).
+  Physics physics;
 };
 
 struct PlannerStats {

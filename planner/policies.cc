@@ -21,11 +21,11 @@ namespace {
 
 absl::StatusOr<PlanningResult> RunIdeal(const Trace& trace,
                                         const Hardware& hardware, int64_t,
-                                        const PolicyOptions&) {
+                                        const PolicyOptions& options) {
   LowerBound bound;
   bound.iteration_ns = trace.ideal_ns;
   return Judge(trace, hardware, kUnlimitedBytes, IdealPlan(trace), false,
-               bound);
+               options.physics.NodeOnly(), bound);
 }
 
 template <Policy kPolicy>
@@ -42,7 +42,8 @@ absl::StatusOr<PlanningResult> RunVdnn(const Trace& trace,
                                        const Hardware& hardware,
                                        int64_t budget_bytes,
                                        const PolicyOptions& options) {
-  return PlanVdnn(trace, hardware, budget_bytes, options.slackswap.should_stop);
+  return PlanVdnn(trace, hardware, budget_bytes, options.physics.NodeOnly(),
+                  options.slackswap.should_stop);
 }
 
 absl::StatusOr<PlanningResult> RunSuperNeurons(const Trace& trace,
@@ -50,6 +51,7 @@ absl::StatusOr<PlanningResult> RunSuperNeurons(const Trace& trace,
                                                int64_t budget_bytes,
                                                const PolicyOptions& options) {
   return PlanSuperNeurons(trace, hardware, budget_bytes,
+                          options.physics.NodeOnly(),
                           options.slackswap.should_stop);
 }
 
@@ -65,6 +67,7 @@ absl::StatusOr<PlanningResult> RunCheckpointing(const Trace& trace,
                                                 int64_t budget_bytes,
                                                 const PolicyOptions& options) {
   return PlanCheckpointing(trace, hardware, budget_bytes,
+                           options.physics.NodeOnly(),
                            options.slackswap.should_stop);
 }
 
@@ -211,16 +214,20 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
   // Times that would overflow the event model: refused once, for every
   // policy (INVALID_ARGUMENT).
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-  if (!options.should_stop) {
-    return InfoOf(policy).run(trace, hardware, budget_bytes, options);
+  // The node physics, and the caller's stop, go to every planner's options.
+  PolicyOptions prepared = options;
+  const Physics node = options.physics.NodeOnly();
+  prepared.slackswap.physics = node;
+  prepared.swapadvisor.physics = node;
+  prepared.genetic_search.physics = node;
+  prepared.optimum.physics = node;
+  if (options.should_stop) {
+    prepared.slackswap.should_stop = options.should_stop;
+    prepared.swapadvisor.should_stop = options.should_stop;
+    prepared.genetic_search.should_stop = options.should_stop;
+    prepared.optimum.should_stop = options.should_stop;
   }
-  // The caller's stop goes to every planner's options.
-  PolicyOptions stopping = options;
-  stopping.slackswap.should_stop = options.should_stop;
-  stopping.swapadvisor.should_stop = options.should_stop;
-  stopping.genetic_search.should_stop = options.should_stop;
-  stopping.optimum.should_stop = options.should_stop;
-  return InfoOf(policy).run(trace, hardware, budget_bytes, stopping);
+  return InfoOf(policy).run(trace, hardware, budget_bytes, prepared);
 }
 
 namespace {
@@ -233,8 +240,8 @@ absl::StatusOr<PlanningResult> RunWithinResidentBudget(
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
   LowerBound bound = ComputeLowerBound(trace, hardware, budget_bytes);
   bound.iteration_ns = std::max(bound.iteration_ns, trace.ideal_ns);
-  PlanningResult result =
-      Judge(trace, hardware, budget_bytes, IdealPlan(trace), false, bound);
+  PlanningResult result = Judge(trace, hardware, budget_bytes, IdealPlan(trace),
+                                false, options.physics.NodeOnly(), bound);
   if (!result.feasible) {
     result.reason = absl::StrCat(
         "the ideal policy keeps every tensor and needs ",
@@ -249,7 +256,7 @@ absl::StatusOr<PlanningResult> RunWithinResidentBudget(
 absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
     Policy policy, const Trace& trace, const Hardware& hardware,
     int64_t budget_bytes, const PolicyOptions& options) {
-  return PlanUnderAllocator(trace, hardware, budget_bytes, options.memory,
+  return PlanUnderAllocator(trace, hardware, budget_bytes, options.physics,
                             [&](int64_t budget) {
                               return RunWithinResidentBudget(
                                   policy, trace, hardware, budget, options);
@@ -260,6 +267,7 @@ std::optional<PlannerOptions> SlackSwapOptionsFor(
     Policy policy, const PolicyOptions& options) {
   PlannerOptions o = options.slackswap;
   if (options.should_stop) o.should_stop = options.should_stop;
+  o.physics = options.physics.NodeOnly();
   switch (policy) {
     case Policy::kSlackSwap:
       return o;

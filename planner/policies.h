@@ -92,9 +92,11 @@ struct PolicyOptions {
   }();
   GeneticOptions genetic_search;
   OptimumOptions optimum;
-  // The caching allocator model (allocator_budget.h), for
-  // RunPolicyWithinBudget: kNone by default.
-  MemoryModel memory;
+  // The node's physics and the allocator (simulator/physics.h): RunPolicy
+  // gives its node part to every planner's replays (the options above are
+  // set from it); RunPolicyWithinBudget also judges the allocator. None by
+  // default.
+  Physics physics;
   // When set, asked inside every policy's work (in place of the stop
   // functions of the options above): a stopped policy returns CANCELLED.
   StopFunction should_stop;
@@ -116,7 +118,7 @@ std::optional<PlannerOptions> SlackSwapOptionsFor(Policy policy,
 // Runs `policy` for a plan the caller will execute within `budget_bytes`: as
 // RunPolicy, except that Ideal's all-keep plan is judged at the budget, so it
 // is feasible only if it fits (a plan is never feasible above its budget),
-// and that options.memory applies (PlanUnderAllocator).
+// and that options.physics's allocator applies (PlanUnderAllocator).
 absl::StatusOr<PlanningResult> RunPolicyWithinBudget(
     Policy policy, const Trace& trace, const Hardware& hardware,
     int64_t budget_bytes, const PolicyOptions& options);

@@ -61,6 +61,7 @@ class Polisher {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
     sim_.prefetch_admission = options.prefetch_admission;
+    sim_.physics = options.physics;
   }
 
   PolishResult Run(Plan& plan, SimulationResult& replay);

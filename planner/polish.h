@@ -45,6 +45,8 @@ struct PolishOptions {
   PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
   // Stop once the plan completes within this many ns (0: never early).
   int64_t target_ns = 0;
+  // The node physics every replay applies.
+  Physics physics;
 };
 
 struct PolishResult {

@@ -82,6 +82,7 @@ class SlackSwapRun {
     sim_.budget_bytes = budget_bytes;
     sim_.per_layer_barriers = options.per_layer_barriers;
     sim_.prefetch_admission = options.prefetch_admission;
+    sim_.physics = options.physics;
   }
 
   absl::StatusOr<PlanningResult> Run() {
@@ -89,7 +90,7 @@ class SlackSwapRun {
     // The bound may use the lockstep share only when no skew lets a rank
     // find the uplink to itself.
     result_.lower_bound = ComputeLowerBound(
-        trace_, hardware_.rank_skew_ns == 0 ? link_ : hardware_, budget_,
+        trace_, options_.physics.rank_skew_ns == 0 ? link_ : hardware_, budget_,
         options_.linear_program_bound);
     if (!result_.lower_bound.feasible) {
       result_.feasible = false;
@@ -269,6 +270,7 @@ class SlackSwapRun {
     polish.per_layer_barriers = options_.per_layer_barriers;
     polish.stop = &stop_;
     polish.prefetch_admission = options_.prefetch_admission;
+    polish.physics = options_.physics;
     // Starting points: the passes' plan, and where the budget allows a few
     // more searches (small traces), the all-keep plan and the plan that
     // swaps everything it may at its need: a local search stays in its
@@ -311,6 +313,7 @@ class SlackSwapRun {
     search.target_ns = target_ns;
     search.per_layer_barriers = options_.per_layer_barriers;
     search.stop = &stop_;
+    search.physics = options_.physics;
     int64_t left = search_replays;
     SLACKSWAP_RETURN_IF_ERROR(
         SearchStarts(search_replays, left, search.extra_starts));
@@ -392,7 +395,7 @@ absl::StatusOr<PlanningResult> PlanSlackSwap(const Trace& trace,
                                              int64_t budget_bytes,
                                              const PlannerOptions& options) {
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware));
+  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware, options.physics));
   return SlackSwapRun(trace, hardware, budget_bytes, options).Run();
 }
 

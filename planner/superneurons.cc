@@ -6,7 +6,7 @@ namespace slackswap {
 
 absl::StatusOr<PlanningResult> PlanSuperNeurons(
     const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
-    const StopFunction& should_stop) {
+    const Physics& physics, const StopFunction& should_stop) {
   return PlanMemoryDriven(
       trace, hardware, budget_bytes,
       [](const Trace& t, int32_t tensor) {
@@ -31,7 +31,7 @@ absl::StatusOr<PlanningResult> PlanSuperNeurons(
             return Decision::kKeep;
         }
       },
-      should_stop);
+      physics, should_stop);
 }
 
 }  // namespace slackswap

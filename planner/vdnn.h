@@ -18,7 +18,7 @@ namespace slackswap {
 // Replayed with per-layer barriers. Deterministic; O(n log n).
 absl::StatusOr<PlanningResult> PlanVdnn(
     const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
-    const StopFunction& should_stop = nullptr);
+    const Physics& physics, const StopFunction& should_stop = nullptr);
 
 }  // namespace slackswap
 

@@ -55,8 +55,8 @@ std::string Mebibytes(int64_t bytes) {
 
 namespace {
 
-int64_t GpusReplayedAtOnce(const Hardware& hardware) {
-  return hardware.rank_skew_ns > 0 ? std::max(hardware.gpus_per_uplink, 1) : 1;
+int64_t GpusReplayedAtOnce(const Hardware& hardware, const Physics& physics) {
+  return physics.rank_skew_ns > 0 ? std::max(hardware.gpus_per_uplink, 1) : 1;
 }
 
 }  // namespace
@@ -88,14 +88,14 @@ CallCost EstimatePolicyCost(const Trace& trace, const Hardware& hardware,
   const int64_t relations =
       static_cast<int64_t>(trace.uses.items.size()) +
       static_cast<int64_t>(trace.recompute_inputs.items.size());
-  const int64_t gpus = GpusReplayedAtOnce(hardware);
+  const int64_t gpus = GpusReplayedAtOnce(hardware, options.physics);
   CallCost cost;
   cost.memory_bytes =
       TraceMemoryBytes(trace.num_ops(), trace.num_tensors(), relations) +
       gpus *
           ReplayMemoryBytes(trace.num_ops(), trace.num_tensors(),
                             timeline || policy != Policy::kIdeal,
-                            options.memory.allocator != AllocatorKind::kNone);
+                            options.physics.allocator != AllocatorKind::kNone);
   if (InfoOf(policy).population_search) {
     cost.memory_bytes += kSearchMemoryPerTensor * trace.num_tensors() +
                          kSearchMemoryPerElement * Elements(trace);
@@ -129,7 +129,7 @@ absl::Status CheckCallCost(const CallLimits& limits, const Trace& trace,
   }
   memory = SaturatingPlus(memory, context.held_memory_bytes);
   work = SaturatingPlus(work, context.held_work);
-  const int64_t gpus = GpusReplayedAtOnce(hardware);
+  const int64_t gpus = GpusReplayedAtOnce(hardware, options.physics);
   const std::string gpus_note =
       gpus > 1 ? absl::StrCat(", replayed on ", gpus, " skewed ranks at once")
                : "";

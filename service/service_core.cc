@@ -31,12 +31,12 @@ namespace {
 // A feasible result's replays at the robustness scalings (speed_scaling.h),
 // under the options its own replay had.
 void AddScaledReplays(const Trace& trace, const Hardware& hardware,
-                      int64_t budget, const MemoryModel& memory,
+                      int64_t budget, const Physics& physics,
                       PlanningResult& result) {
   if (!result.feasible) return;
   result.replay.scaled = ReplayAtScalings(
       trace, hardware, result.plan, DeriveSchedule(trace, result.plan),
-      AllocatorReplayOptions(budget, memory, result.per_layer_barriers));
+      AllocatorReplayOptions(budget, physics, result.per_layer_barriers));
 }
 
 absl::Status Stopped() {
@@ -50,8 +50,8 @@ struct Inputs {
 
   const Trace* decoded = nullptr;
   Trace owned;
-  Hardware hardware;  // with the request's node switches
-  MemoryModel memory;
+  Hardware hardware;
+  Physics physics;  // the node's switches and the allocator
 };
 
 absl::Status Convert(const v1::Trace& trace, const Trace* decoded,
@@ -63,17 +63,17 @@ absl::Status Convert(const v1::Trace& trace, const Trace* decoded,
     SLACKSWAP_ASSIGN_OR_RETURN(in.owned, TraceFromProto(trace));
   }
   SLACKSWAP_ASSIGN_OR_RETURN(in.hardware, HardwareFromProto(hardware));
-  SLACKSWAP_ASSIGN_OR_RETURN(in.memory, PhysicsFromProto(physics, in.hardware));
+  SLACKSWAP_ASSIGN_OR_RETURN(in.physics, PhysicsFromProto(physics));
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(in.trace(), in.hardware));
-  return CheckPhysics(in.trace(), in.hardware);
+  return CheckPhysics(in.trace(), in.hardware, in.physics);
 }
 
 absl::StatusOr<PolicyOptions> OptionsFrom(const v1::PlannerOptions& proto,
-                                          const MemoryModel& memory,
+                                          const Physics& physics,
                                           const StopFunction& should_stop) {
   PolicyOptions options;
   SLACKSWAP_ASSIGN_OR_RETURN(options.slackswap, PlannerOptionsFromProto(proto));
-  options.memory = memory;
+  options.physics = physics;
   options.should_stop = should_stop;
   return options;
 }
@@ -145,10 +145,10 @@ absl::StatusOr<PlanningResult> ServiceCore::RunObserved(
       PlanningResult result,
       RunPolicyWithinBudget(policy, trace, hardware, budget, options));
   if (call != Method::kFrontier)
-    AddScaledReplays(trace, hardware, budget, options.memory, result);
+    AddScaledReplays(trace, hardware, budget, options.physics, result);
   // The service's promise: a plan it calls feasible replays within its
   // budget. A policy that broke it is a bug, never an answer.
-  const int64_t held = options.memory.budget_reserved
+  const int64_t held = options.physics.budget_reserved
                            ? result.replay.peak_reserved_bytes
                            : result.replay.peak_resident_bytes;
   if (result.feasible && held > budget) {
@@ -185,7 +185,7 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::RunPlan(
                              ResolveBudget(in.trace(), request.budget()));
   SLACKSWAP_ASSIGN_OR_RETURN(
       PolicyOptions options,
-      OptionsFrom(request.options(), in.memory, should_stop));
+      OptionsFrom(request.options(), in.physics, should_stop));
   Policy policy = Policy::kSlackSwap;
   if (request.policy() != v1::POLICY_UNSPECIFIED) {
     SLACKSWAP_ASSIGN_OR_RETURN(policy,
@@ -206,7 +206,7 @@ absl::StatusOr<v1::PlanResponse> ServiceCore::RunPlan(
   result.proven_floor_bytes = ComputeProvenFloor(in.trace()).bytes;
   // (The search is for resident budgets: not under a reserved one.)
   if (!result.feasible && slackswap.has_value() &&
-      !options.memory.budget_reserved) {
+      !options.physics.budget_reserved) {
     SLACKSWAP_RETURN_IF_ERROR(
         ExplainInfeasible(in.trace(), in.hardware, *slackswap, result));
   }
@@ -243,7 +243,7 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::RunSimulate(
                              PlanFromProto(in.trace(), request.plan()));
   // The replay, then one at each robustness scaling.
   PolicyOptions replayed;
-  replayed.memory = in.memory;
+  replayed.physics = in.physics;
   CostContext context;
   context.timeline = request.include_timeline();
   SLACKSWAP_RETURN_IF_ERROR(
@@ -251,7 +251,7 @@ absl::StatusOr<v1::SimulateResponse> ServiceCore::RunSimulate(
                 1 + static_cast<int64_t>(RobustnessScalings().size()), replayed,
                 context));
   SimulationOptions options =
-      AllocatorReplayOptions(budget, in.memory, request.per_layer_barriers());
+      AllocatorReplayOptions(budget, in.physics, request.per_layer_barriers());
   options.record_timeline = request.include_timeline();
   SLACKSWAP_ASSIGN_OR_RETURN(
       SimulationResult result,
@@ -323,7 +323,7 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::RunCompare(
   }
   SLACKSWAP_ASSIGN_OR_RETURN(
       PolicyOptions options,
-      OptionsFrom(request.options(), in.memory, should_stop));
+      OptionsFrom(request.options(), in.physics, should_stop));
   if (request.has_genetic_search_evaluations()) {
     options.genetic_search.max_evaluations =
         request.genetic_search_evaluations();
@@ -347,12 +347,13 @@ absl::StatusOr<v1::CompareResponse> ServiceCore::RunCompare(
       const absl::Time start = absl::Now();
       SLACKSWAP_ASSIGN_OR_RETURN(
           PlanningResult result,
-          PlanUnderAllocator(in.trace(), in.hardware, budget, options.memory,
+          PlanUnderAllocator(in.trace(), in.hardware, budget, options.physics,
                              [&](int64_t resident_budget) {
                                return RunPolicy(policy, in.trace(), in.hardware,
                                                 resident_budget, options);
                              }));
-      AddScaledReplays(in.trace(), in.hardware, budget, options.memory, result);
+      AddScaledReplays(in.trace(), in.hardware, budget, options.physics,
+                       result);
       if (observer_ != nullptr) {
         observer_->Planned(Method::kCompare, policy, result,
                            absl::Now() - start);
@@ -411,7 +412,7 @@ absl::StatusOr<v1::FrontierResponse> ServiceCore::RunFrontier(
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
   SLACKSWAP_ASSIGN_OR_RETURN(
       PolicyOptions options,
-      OptionsFrom(request.options(), in.memory, should_stop));
+      OptionsFrom(request.options(), in.physics, should_stop));
   // The curve shows no bounds: the linear program would only cost time.
   options.slackswap.linear_program_bound = false;
 
@@ -481,12 +482,12 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::RunPlanNode(
   const int steps = request.steps() == 0 ? 4 : request.steps();
   SLACKSWAP_ASSIGN_OR_RETURN(Hardware node,
                              HardwareFromProto(request.hardware()));
-  SLACKSWAP_ASSIGN_OR_RETURN(MemoryModel memory,
-                             PhysicsFromProto(request.physics(), node));
+  SLACKSWAP_ASSIGN_OR_RETURN(const Physics physics,
+                             PhysicsFromProto(request.physics()));
   node.gpus_per_uplink = static_cast<int32_t>(gpus);
   SLACKSWAP_ASSIGN_OR_RETURN(
       PolicyOptions options,
-      OptionsFrom(request.options(), memory, should_stop));
+      OptionsFrom(request.options(), physics, should_stop));
   options.slackswap.linear_program_bound = false;
   if (decoded_traces != nullptr &&
       static_cast<int>(decoded_traces->size()) != request.jobs_size()) {
@@ -513,7 +514,7 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::RunPlanNode(
     // The node replays run every job's steps back to back (and one more
     // while the slowest finishes).
     absl::Status checked = CheckTimeRange(trace, node);
-    if (checked.ok()) checked = CheckPhysics(trace, node, steps + 1);
+    if (checked.ok()) checked = CheckPhysics(trace, node, physics, steps + 1);
     if (!checked.ok()) return RenameField(checked, "trace", trace_field);
     absl::StatusOr<int64_t> budget = ResolveBudget(trace, job.budget());
     if (!budget.ok()) {

@@ -278,35 +278,34 @@ v1::Timeline TimelineToProto(const SimulationResult& r) {
   return timeline;
 }
 
-absl::StatusOr<MemoryModel> PhysicsFromProto(const v1::Physics& proto,
-                                             Hardware& hardware) {
+absl::StatusOr<Physics> PhysicsFromProto(const v1::Physics& proto) {
   if (proto.rank_skew_ns() < 0 || proto.rank_skew_ns() > (int64_t{1} << 40)) {
     return InvalidField("physics.rank_skew_ns", "must be in [0, 2^40] ns");
   }
-  hardware.hbm_contention = proto.hbm_contention();
-  hardware.rank_skew_ns = proto.rank_skew_ns();
-  MemoryModel memory;
+  Physics physics;
+  physics.hbm_contention = proto.hbm_contention();
+  physics.rank_skew_ns = proto.rank_skew_ns();
   switch (proto.allocator()) {
     case v1::ALLOCATOR_MODEL_UNSPECIFIED:
     case v1::ALLOCATOR_MODEL_NONE:
-      memory.allocator = AllocatorKind::kNone;
+      physics.allocator = AllocatorKind::kNone;
       break;
     case v1::ALLOCATOR_MODEL_CACHING:
-      memory.allocator = AllocatorKind::kCaching;
+      physics.allocator = AllocatorKind::kCaching;
       break;
     case v1::ALLOCATOR_MODEL_EXPANDABLE:
-      memory.allocator = AllocatorKind::kExpandable;
+      physics.allocator = AllocatorKind::kExpandable;
       break;
     default:
       return InvalidField("physics.allocator", "unknown value");
   }
-  if (proto.budget_reserved() && memory.allocator == AllocatorKind::kNone) {
+  if (proto.budget_reserved() && physics.allocator == AllocatorKind::kNone) {
     return InvalidField("physics.budget_reserved",
                         "needs an allocator model (physics.allocator CACHING "
                         "or EXPANDABLE) to count reserved bytes");
   }
-  memory.budget_reserved = proto.budget_reserved();
-  return memory;
+  physics.budget_reserved = proto.budget_reserved();
+  return physics;
 }
 
 v1::AllocatorModel AllocatorToProto(AllocatorKind kind) {

@@ -58,11 +58,9 @@ v1::Timeline TimelineToProto(const SimulationResult& result);
 absl::StatusOr<PlannerOptions> PlannerOptionsFromProto(
     const v1::PlannerOptions& proto);
 
-// Validates and converts the physics: sets the node switches of `hardware`
-// (contention, skew) and returns the allocator model. Field paths start with
-// "physics".
-absl::StatusOr<MemoryModel> PhysicsFromProto(const v1::Physics& proto,
-                                             Hardware& hardware);
+// Validates and converts the physics (the node's switches and the
+// allocator: simulator/physics.h). Field paths start with "physics".
+absl::StatusOr<Physics> PhysicsFromProto(const v1::Physics& proto);
 v1::AllocatorModel AllocatorToProto(AllocatorKind kind);
 
 // The report for a planning result (plan with its schedule, replay metrics,

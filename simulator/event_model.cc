@@ -38,11 +38,11 @@ absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware) {
 }
 
 absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
-                          int64_t steps) {
-  if (hardware.rank_skew_ns < 0 || hardware.rank_skew_ns > (int64_t{1} << 40)) {
+                          const Physics& physics, int64_t steps) {
+  if (physics.rank_skew_ns < 0 || physics.rank_skew_ns > (int64_t{1} << 40)) {
     return InvalidField("physics.rank_skew_ns", "must be in [0, 2^40] ns");
   }
-  if (hardware.hbm_contention) {
+  if (physics.hbm_contention) {
     if (hardware.matmul_flops_per_second <= 0) {
       return InvalidField("hardware.matmul_flops_per_second",
                           "must be > 0 for HBM contention");
@@ -56,13 +56,14 @@ absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
                           "for HBM contention");
     }
   }
-  if (!hardware.UsesNodePhysics() && steps <= 1) return absl::OkStatus();
+  if (!UsesNodePhysics(hardware, physics) && steps <= 1)
+    return absl::OkStatus();
   // The slowest case: every op at half speed (plus a ns of rounding), every
   // transfer at a 64th of the narrower uplink, every rank skewed.
   const int64_t repeats = std::max<int64_t>(steps, 1);
   absl::int128 compute = absl::int128(trace.ideal_ns) * 2 + trace.num_ops();
   for (const Tensor& t : trace.tensors) compute += t.recompute_ns;
-  const absl::int128 skew = absl::int128(hardware.rank_skew_ns) * 64;
+  const absl::int128 skew = absl::int128(physics.rank_skew_ns) * 64;
   int64_t slowest =
       std::min(hardware.d2h_bytes_per_second, hardware.h2d_bytes_per_second);
   bool uplink_slowest = false;
@@ -116,7 +117,7 @@ absl::StatusOr<SimulationResult> Simulate(const Trace& trace,
                                           const Plan& plan,
                                           const SimulationOptions& options) {
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(trace, hardware));
-  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware));
+  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(trace, hardware, options.physics));
   SLACKSWAP_RETURN_IF_ERROR(
       ValidatePlan(trace, hardware, plan, options.per_layer_barriers));
   const Schedule schedule = DeriveSchedule(trace, plan);
@@ -126,7 +127,7 @@ absl::StatusOr<SimulationResult> Simulate(const Trace& trace,
 SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
                                   const Plan& plan, const Schedule& schedule,
                                   const SimulationOptions& options) {
-  if (hardware.UsesNodePhysics()) {
+  if (UsesNodePhysics(hardware, options.physics)) {
     return internal::SimulateRanks(trace, hardware, plan, schedule, options);
   }
   return internal::Replay(trace, hardware, plan, schedule, options,

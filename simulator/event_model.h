@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "simulator/caching_allocator.h"
 #include "simulator/hardware.h"
+#include "simulator/physics.h"
 #include "simulator/plan.h"
 #include "simulator/schedule.h"
 #include "simulator/trace.h"
@@ -64,15 +65,13 @@ struct SimulationOptions {
   // A prefetch never held back so would start at the same moment with any
   // earlier issue point: the exact search uses it to skip equivalent plans.
   std::vector<uint8_t>* issue_gated = nullptr;
-  // Replays the caching allocator (caching_allocator.h) over the
-  // allocations and frees, in the order the replay makes them, for the peak
-  // reserved bytes. kNone: not modelled (the result's reserved fields are 0).
-  AllocatorKind allocator = AllocatorKind::kNone;
-  // With an allocator: budget_bytes bounds the allocator's reserved bytes
-  // instead of the resident bytes. A step or prefetch whose allocations the
-  // allocator cannot serve within it (after releasing its cached memory)
-  // waits, as for memory.
-  bool budget_reserved = false;
+  // The node's physics and the allocator (physics.h). With an allocator,
+  // it is replayed over the allocations and frees in the order the replay
+  // makes them, for the peak reserved bytes (without one, the result's
+  // reserved fields are 0); under a reserved budget, a step or prefetch
+  // whose allocations the allocator cannot serve within budget_bytes (after
+  // releasing its cached memory) waits, as for memory.
+  Physics physics;
   // Planners comparing candidates: the replay stops as soon as the iteration
   // is certain to take at least this long (the time so far plus the profiled
   // durations of the steps not started: nothing runs faster than profiled).
@@ -215,7 +214,7 @@ absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware);
 // Times out of range name what takes most of them: "trace.operators" (the
 // ops and rebuilds), "physics.rank_skew_ns", or the slowest link or uplink.
 absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
-                          int64_t steps = 1);
+                          const Physics& physics, int64_t steps = 1);
 
 // Replays `plan`. The plan must satisfy ValidatePlan (this function checks it
 // and returns its error otherwise). An infeasible plan is a result

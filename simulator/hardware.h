@@ -29,22 +29,11 @@ struct Hardware {
   int64_t uplink_d2h_bytes_per_second = 0;
   int64_t uplink_h2d_bytes_per_second = 0;
 
-  // Node physics switches, set from a request's Physics (never by a
-  // preset), so that every policy's replays apply them. HBM contention:
-  // while copies move bytes, an op with a memory-traffic figure runs at the
-  // speed its roofline gives with the HBM bandwidth left (needs the matmul
-  // and HBM rates). Skew: rank r of the gpus_per_uplink ranks starts
-  // r * rank_skew_ns after rank 0.
-  bool hbm_contention = false;
-  int64_t rank_skew_ns = 0;
-
   // Whether transfers can be slower than this GPU's own link.
   bool SharesUplink() const {
     return gpus_per_uplink > 1 || uplink_d2h_bytes_per_second > 0 ||
            uplink_h2d_bytes_per_second > 0;
   }
-  // Whether replays need the node model (rates that change at events).
-  bool UsesNodePhysics() const { return hbm_contention || SharesUplink(); }
 };
 
 // The hardware as each of its gpus_per_uplink ranks sees it when all move

@@ -111,7 +111,7 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
                                const SimulationOptions& options) {
   // Ranks that start together stay identical: one replay stands for all,
   // each copy at its direction's even share of the uplink.
-  if (hardware.rank_skew_ns == 0) {
+  if (options.physics.rank_skew_ns == 0) {
     return Replay(trace, hardware, plan, schedule, options, Rates::kLockstep)
         .Run();
   }
@@ -126,7 +126,7 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
     m.replay = std::make_unique<Replay>(trace, hardware, plan, schedule,
                                         options, Rates::kShared);
     m.hardware = &hardware;
-    m.origin = hardware.rank_skew_ns * r;
+    m.origin = options.physics.rank_skew_ns * r;
     members.push_back(std::move(m));
   }
   std::vector<SimulationResult> results(members.size());

@@ -42,8 +42,8 @@ void RunShared(
     absl::FunctionRef<void(size_t, int64_t, SimulationResult)> finished);
 
 // The ranks of one job (hardware.gpus_per_uplink of them, rank r starting
-// hardware.rank_skew_ns * r after rank 0) replaying `plan`: the result of the
-// slowest rank (an infeasible one first), with `rank` naming it.
+// options.physics.rank_skew_ns * r after rank 0) replaying `plan`: the result
+// of the slowest rank (an infeasible one first), with `rank` naming it.
 SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
                                const Plan& plan, const Schedule& schedule,
                                const SimulationOptions& options);

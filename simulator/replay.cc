@@ -69,11 +69,11 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
                      !schedule.prefetch_order.empty()),
       offloaded_(trace.tensors.size(), 0),
       forward_done_(trace.tensors.size(), 0),
-      modelled_(options.allocator != AllocatorKind::kNone),
-      reserved_budget_(modelled_ && options.budget_reserved),
-      allocator_(options.allocator, reserved_budget_
-                                        ? options.budget_bytes
-                                        : CachingAllocatorModel::kNoLimit) {
+      modelled_(options.physics.allocator != AllocatorKind::kNone),
+      reserved_budget_(modelled_ && options.physics.budget_reserved),
+      allocator_(options.physics.allocator,
+                 reserved_budget_ ? options.budget_bytes
+                                  : CachingAllocatorModel::kNoLimit) {
   if (options.per_layer_barriers) ComputeBarriers();
   if (modelled_) allocation_.assign(trace.tensors.size(), -1);
   result_.budget_bytes = options_.budget_bytes;
@@ -305,7 +305,7 @@ void Replay::TryStartCompute() {
     // Slowed by some copies only if slowed by both at once (the rate falls
     // as the copies' bytes per second rise).
     const Op& op = trace_.ops[op_];
-    compute_slowable_ = hw_.hbm_contention && !rebuild &&
+    compute_slowable_ = options_.physics.hbm_contention && !rebuild &&
                         ContendedRate(op.flops, op.memory_traffic_bytes, hw_,
                                       d2h_rate_ + h2d_rate_) < kWorkScale;
   }
@@ -517,7 +517,8 @@ void Replay::SetRates(int64_t d2h_bytes_per_second,
   };
   rate_copy(d2h_, d2h_bytes_per_second);
   rate_copy(h2d_, h2d_bytes_per_second);
-  if (!compute_busy_ || !hw_.hbm_contention || StepIsRebuild()) return;
+  if (!compute_busy_ || !options_.physics.hbm_contention || StepIsRebuild())
+    return;
   RateCompute(copying);
 }
 

@@ -275,7 +275,7 @@ class Replay {
   std::vector<uint8_t> offloaded_;
   std::vector<uint8_t> forward_done_;
 
-  // Allocator model (options_.allocator != kNone).
+  // Allocator model (options_.physics.allocator != kNone).
   const bool modelled_;
   const bool reserved_budget_;
   CachingAllocatorModel allocator_;

@@ -95,7 +95,8 @@ absl::StatusOr<SimulationResult> ReplayScaled(const Trace& trace,
   const Hardware scaled_hardware = ScaleLinks(
       hardware, scaling.link_speed_factor, scaling.link_speed_factor);
   SLACKSWAP_RETURN_IF_ERROR(CheckTimeRange(*scaled_trace, scaled_hardware));
-  SLACKSWAP_RETURN_IF_ERROR(CheckPhysics(*scaled_trace, scaled_hardware));
+  SLACKSWAP_RETURN_IF_ERROR(
+      CheckPhysics(*scaled_trace, scaled_hardware, options.physics));
   return SimulateSchedule(*scaled_trace, scaled_hardware, plan, schedule,
                           options);
 }

@@ -48,18 +48,23 @@ absl::Status Report::Allocator() {
           Gigabytes(plain->result.replay.peak_resident_bytes)};
       // The resident plan, observed by each allocator.
       for (AllocatorKind kind : kKinds) {
+        Physics observing;
+        observing.allocator = kind;
         SLACKSWAP_ASSIGN_OR_RETURN(
             const SimulationResult observed,
             Simulate(w->trace, w->hardware, plain->result.plan,
-                     AllocatorReplayOptions(budget, {kind, false}, false)));
+                     AllocatorReplayOptions(budget, observing, false)));
         row.push_back(Gigabytes(observed.peak_reserved_bytes));
         row.push_back(Gigabytes(observed.fragmentation_bytes));
       }
       // Planned for the reserved budget.
       for (AllocatorKind kind : kKinds) {
+        Physics reserving;
+        reserving.allocator = kind;
+        reserving.budget_reserved = true;
         SLACKSWAP_ASSIGN_OR_RETURN(
             PlanningResult reserved,
-            PlanUnderAllocator(w->trace, w->hardware, budget, {kind, true},
+            PlanUnderAllocator(w->trace, w->hardware, budget, reserving,
                                [&](int64_t resident_budget) {
                                  return RunPolicy(Policy::kSlackSwap, w->trace,
                                                   w->hardware, resident_budget,
@@ -143,16 +148,15 @@ absl::Status Report::Contention() {
   for (const Model& m : models_) {
     for (const char* gpu : {"gh200", "h100"}) {
       SLACKSWAP_ASSIGN_OR_RETURN(const Workload* w, Get(m.preset, gpu));
-      Hardware contended = w->hardware;
-      contended.hbm_contention = true;
+      PolicyOptions contended = policy_options_;
+      contended.physics.hbm_contention = true;
       for (int b : {30, 50}) {
         const int64_t budget = w->peak_bytes * b / 100;
         SLACKSWAP_ASSIGN_OR_RETURN(const Cell* without,
                                    Cached(Policy::kSlackSwap, *w, b));
-        SLACKSWAP_ASSIGN_OR_RETURN(
-            const PlanningResult with,
-            RunPolicy(Policy::kSlackSwap, w->trace, contended, budget,
-                      policy_options_));
+        SLACKSWAP_ASSIGN_OR_RETURN(const PlanningResult with,
+                                   RunPolicy(Policy::kSlackSwap, w->trace,
+                                             w->hardware, budget, contended));
         std::vector<std::string> row = {m.label, gpu, absl::StrCat(b, "%")};
         if (!without->ok() || !with.feasible) {
           row.insert(row.end(), 5, "infeasible");
@@ -161,9 +165,10 @@ absl::Status Report::Contention() {
         }
         SimulationOptions options;
         options.budget_bytes = budget;
+        options.physics = contended.physics;
         SLACKSWAP_ASSIGN_OR_RETURN(
             const SimulationResult on,
-            Simulate(w->trace, contended, without->result.plan, options));
+            Simulate(w->trace, w->hardware, without->result.plan, options));
         Check(with.replay.peak_resident_bytes <= budget,
               absl::StrCat("over budget with contention: ", w->label));
         row.push_back(Millis(without->result.replay.iteration_ns));

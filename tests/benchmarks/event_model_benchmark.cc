@@ -71,11 +71,12 @@ void BM_ReplayGpt2XlNodePhysics(benchmark::State& state) {
   hardware.gpus_per_uplink = 2;
   hardware.uplink_d2h_bytes_per_second = 25'000'000'000;
   hardware.uplink_h2d_bytes_per_second = 25'000'000'000;
-  hardware.hbm_contention = true;
+  SimulationOptions options = f.options;
+  options.physics.hbm_contention = true;
   const Schedule schedule = DeriveSchedule(f.trace, f.plan);
   for (auto _ : state) {
     SimulationResult r =
-        SimulateSchedule(f.trace, hardware, f.plan, schedule, f.options);
+        SimulateSchedule(f.trace, hardware, f.plan, schedule, options);
     if (!r.feasible) state.SkipWithError("plan is infeasible");
     benchmark::DoNotOptimize(r);
   }
@@ -86,7 +87,7 @@ BENCHMARK(BM_ReplayGpt2XlNodePhysics)->Unit(benchmark::kMicrosecond);
 void BM_ReplayGpt2XlCachingAllocator(benchmark::State& state) {
   const Fixture& f = Gpt2Xl();
   SimulationOptions options = f.options;
-  options.allocator = AllocatorKind::kCaching;
+  options.physics.allocator = AllocatorKind::kCaching;
   const Schedule schedule = DeriveSchedule(f.trace, f.plan);
   for (auto _ : state) {
     SimulationResult r =

@@ -85,15 +85,16 @@ Hardware SharedA100() {
   h.gpus_per_uplink = 2;
   h.uplink_d2h_bytes_per_second = 25'000'000'000;
   h.uplink_h2d_bytes_per_second = 25'000'000'000;
-  h.hbm_contention = true;
   return h;
 }
 
-void PlanWithPhysics(benchmark::State& state, MemoryModel memory) {
+void PlanWithPhysics(benchmark::State& state, bool budget_reserved) {
   const Workload& w = Get("gpt2-xl");
   const Hardware hw = SharedA100();
   PolicyOptions options;
-  options.memory = memory;
+  options.physics.hbm_contention = true;
+  options.physics.allocator = AllocatorKind::kCaching;
+  options.physics.budget_reserved = budget_reserved;
   const int64_t budget = w.peak_bytes / 2;
   for (auto _ : state) {
     absl::StatusOr<PlanningResult> r =
@@ -103,12 +104,12 @@ void PlanWithPhysics(benchmark::State& state, MemoryModel memory) {
   }
 }
 void BM_PlanGpt2Xl50NodePhysics(benchmark::State& state) {
-  PlanWithPhysics(state, {AllocatorKind::kCaching, false});
+  PlanWithPhysics(state, /*budget_reserved=*/false);
 }
 BENCHMARK(BM_PlanGpt2Xl50NodePhysics)->Unit(benchmark::kMillisecond);
 // The same with the budget on reserved bytes (the planner may plan again).
 void BM_PlanGpt2Xl50ReservedBudget(benchmark::State& state) {
-  PlanWithPhysics(state, {AllocatorKind::kCaching, true});
+  PlanWithPhysics(state, /*budget_reserved=*/true);
 }
 BENCHMARK(BM_PlanGpt2Xl50ReservedBudget)->Unit(benchmark::kMillisecond);
 
@@ -116,7 +117,6 @@ BENCHMARK(BM_PlanGpt2Xl50ReservedBudget)->Unit(benchmark::kMillisecond);
 // on a node whose 8 GPUs share one 25 GB/s uplink, 4 steps each.
 void BM_PlanNodeFourJobs(benchmark::State& state) {
   Hardware node = SharedA100();
-  node.hbm_contention = false;
   std::vector<NodePlanJob> jobs;
   for (auto [preset, fraction] :
        {std::make_pair("gpt2-xl", 0.5), std::make_pair("bert-large", 0.5),

@@ -344,12 +344,11 @@ bool UsesBarriers(v1::Policy policy, const v1::PlannerOptions& options) {
 // Simulate reproduces a planned report's replay on `hardware` (the request's
 // hardware and physics, converted).
 void CheckReplay(const std::string& where, const Trace& trace,
-                 Hardware hardware, const v1::Physics& physics,
+                 const Hardware& hardware, const v1::Physics& physics,
                  int64_t budget_bytes, bool barriers,
                  const v1::PlanningReport& report) {
   if (report.outcome() != v1::PLAN_OUTCOME_PLANNED) return;
-  const absl::StatusOr<MemoryModel> memory =
-      PhysicsFromProto(physics, hardware);
+  const absl::StatusOr<Physics> memory = PhysicsFromProto(physics);
   const absl::StatusOr<Plan> plan = PlanFromProto(trace, report.plan());
   if (!memory.ok() || !plan.ok()) {
     Fail(where.c_str(), "a planned report of an invalid request or plan");

@@ -64,13 +64,21 @@ Hardware LinkOf(uint8_t control) {
       h.gpus_per_uplink = 2;
       h.uplink_d2h_bytes_per_second = h.uplink_h2d_bytes_per_second =
           1'000'000'000;
-      h.hbm_contention = true;
   }
   return h;
 }
 
-void CheckPlan(const Trace& trace, const Hardware& hardware, Policy policy,
-               int64_t budget, const PlanningResult& r) {
+// The physics that goes with LinkOf(control): HBM contention on the shared
+// uplink.
+Physics PhysicsOf(uint8_t control) {
+  Physics physics;
+  physics.hbm_contention = ((control >> 4) & 3) == 3;
+  return physics;
+}
+
+void CheckPlan(const Trace& trace, const Hardware& hardware,
+               const Physics& physics, Policy policy, int64_t budget,
+               const PlanningResult& r) {
   if (!r.feasible) return;
   if (r.replay.peak_resident_bytes > budget) {
     Fail(PolicyName(policy), "a feasible plan above its budget");
@@ -81,6 +89,7 @@ void CheckPlan(const Trace& trace, const Hardware& hardware, Policy policy,
   SimulationOptions sim;
   sim.budget_bytes = budget;
   sim.per_layer_barriers = r.per_layer_barriers;
+  sim.physics = physics.NodeOnly();
   const absl::StatusOr<SimulationResult> again =
       Simulate(trace, hardware, r.plan, sim);
   if (!again.ok()) {
@@ -119,11 +128,12 @@ void FuzzOne(const uint8_t* data, size_t size) {
     hardware.host_pinned_memory_bytes =
         std::max<int64_t>(1, trace.total_tensor_bytes / 4);
   }
+  const Physics physics = PhysicsOf(control);
   if (!CheckTimeRange(trace, hardware).ok() ||
-      !CheckPhysics(trace, hardware).ok()) {
+      !CheckPhysics(trace, hardware, physics).ok()) {
     return;
   }
-  const bool node_physics = hardware.UsesNodePhysics();
+  const bool node_physics = UsesNodePhysics(hardware, physics);
   const int64_t peak = AllKeepPeakBytes(trace);
   const int64_t budget = static_cast<int64_t>(static_cast<long double>(peak) *
                                               ((control & 15) + 1) / 16);
@@ -136,7 +146,8 @@ void FuzzOne(const uint8_t* data, size_t size) {
   options.genetic_search.threads = 1;
   options.swapadvisor.max_evaluations = 96;
   options.swapadvisor.threads = 1;
-  if (node_physics) options.memory.allocator = AllocatorKind::kCaching;
+  options.physics = physics;
+  if (node_physics) options.physics.allocator = AllocatorKind::kCaching;
   // The exact optimum of a small trace: no policy beats it, the bound stays
   // below it, and SlackSwap plans wherever it does.
   std::optional<PlanningResult> optimum;
@@ -154,7 +165,7 @@ void FuzzOne(const uint8_t* data, size_t size) {
     const absl::StatusOr<PlanningResult> r =
         RunPolicyWithinBudget(policy, trace, hardware, budget, options);
     if (!r.ok()) Fail(PolicyName(policy), r.status().ToString());
-    CheckPlan(trace, hardware, policy, budget, *r);
+    CheckPlan(trace, hardware, physics, policy, budget, *r);
     // The optimum is over plans without per-layer barriers: plans replayed
     // with them (whose waits may reorder memory) are not compared.
     if (!optimum.has_value() || policy == Policy::kIdeal ||
@@ -169,7 +180,7 @@ void FuzzOne(const uint8_t* data, size_t size) {
       Fail("slackswap", "infeasible where the optimum plans");
   }
   if (optimum.has_value() && optimum->feasible) {
-    CheckPlan(trace, hardware, Policy::kOptimum, budget, *optimum);
+    CheckPlan(trace, hardware, physics, Policy::kOptimum, budget, *optimum);
     const LowerBound lp = ComputeLowerBound(trace, hardware, budget, true);
     if (lp.iteration_ns > optimum->replay.iteration_ns)
       Fail("lower bound", "above the optimum");

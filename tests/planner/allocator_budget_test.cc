@@ -26,9 +26,9 @@ const std::vector<Workload>& Workloads() {
 }
 
 PlanningResult PlanWith(const Workload& w, Policy policy, int64_t budget,
-                        MemoryModel memory) {
+                        const Physics& physics) {
   PolicyOptions options;
-  options.memory = memory;
+  options.physics = physics;
   options.slackswap.search_time_ms = 10;
   absl::StatusOr<PlanningResult> result =
       RunPolicyWithinBudget(policy, w.trace, w.hardware, budget, options);
@@ -53,11 +53,13 @@ TEST(AllocatorBudgetTest, AnObservedAllocatorChangesNeitherPlanNorTime) {
       SCOPED_TRACE(w.name + " at " + std::to_string(fraction));
       const int64_t budget = static_cast<int64_t>(peak * fraction);
       const PlanningResult plain =
-          PlanWith(w, Policy::kSlackSwap, budget, MemoryModel());
+          PlanWith(w, Policy::kSlackSwap, budget, Physics());
       for (AllocatorKind kind :
            {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
+        Physics observing;
+        observing.allocator = kind;
         const PlanningResult observed =
-            PlanWith(w, Policy::kSlackSwap, budget, {kind, false});
+            PlanWith(w, Policy::kSlackSwap, budget, observing);
         EXPECT_EQ(observed.plan.decisions, plain.plan.decisions);
         EXPECT_EQ(observed.replay.iteration_ns, plain.replay.iteration_ns);
         EXPECT_EQ(observed.planned_budget_bytes, budget);
@@ -78,7 +80,9 @@ TEST(AllocatorBudgetTest, AReservedBudgetIsKeptAndReplaysExactly) {
            {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
         SCOPED_TRACE(w.name + " at " + std::to_string(fraction));
         const int64_t budget = static_cast<int64_t>(peak * fraction);
-        const MemoryModel memory{kind, true};
+        Physics memory;
+        memory.allocator = kind;
+        memory.budget_reserved = true;
         const PlanningResult r =
             PlanWith(w, Policy::kSlackSwap, budget, memory);
         EXPECT_LE(r.planned_budget_bytes, budget);
@@ -125,7 +129,9 @@ TEST(AllocatorBudgetTest, ReservedPlansAreCheckedAtOtherSpeeds) {
       for (AllocatorKind kind :
            {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
         const int64_t budget = static_cast<int64_t>(peak * fraction);
-        const MemoryModel memory{kind, true};
+        Physics memory;
+        memory.allocator = kind;
+        memory.budget_reserved = true;
         const PlanningResult r =
             PlanWith(w, Policy::kSlackSwap, budget, memory);
         if (!r.feasible) continue;

@@ -83,7 +83,8 @@ TEST(VdnnTest, SwapsInProductionOrderUntilTheBudgetIsMetWithBarriers) {
   const Trace trace = TwoLayers().Build();
   // 650 needs 50 bytes gone at ops 6 and 7: t0, first in production order,
   // is enough (needed at op 13, prefetched one layer ahead at op 10).
-  const PlanningResult r = *PlanVdnn(trace, ByteNanosecondLink(), 650);
+  const PlanningResult r =
+      *PlanVdnn(trace, ByteNanosecondLink(), 650, Physics());
   ASSERT_TRUE(r.feasible) << r.reason;
   EXPECT_TRUE(r.per_layer_barriers);
   const Decision s = Decision::kSwap, k = Decision::kKeep;
@@ -94,7 +95,8 @@ TEST(VdnnTest, SwapsInProductionOrderUntilTheBudgetIsMetWithBarriers) {
   EXPECT_EQ(r.replay.barrier_wait_ns, 100);
   EXPECT_LE(r.replay.peak_resident_bytes, 650);
   // Tighter, it keeps swapping in production order: t0..t3 at 450.
-  const PlanningResult tighter = *PlanVdnn(trace, ByteNanosecondLink(), 450);
+  const PlanningResult tighter =
+      *PlanVdnn(trace, ByteNanosecondLink(), 450, Physics());
   EXPECT_EQ(tighter.plan.decisions[3], s);
   EXPECT_LE(tighter.replay.peak_resident_bytes, 450);
 }
@@ -103,7 +105,8 @@ TEST(SuperNeuronsTest, RecomputesCheapOutputsAndSwapsExpensiveOnes) {
   const Trace trace = TwoLayers().Build();
   // 550: t0 and t1 (matmul outputs) are swapped, t2 (elementwise, rebuilt by
   // its producer alone) recomputed; then op 7 holds t1, t3..t6 = 500.
-  const PlanningResult r = *PlanSuperNeurons(trace, ByteNanosecondLink(), 550);
+  const PlanningResult r =
+      *PlanSuperNeurons(trace, ByteNanosecondLink(), 550, Physics());
   ASSERT_TRUE(r.feasible) << r.reason;
   EXPECT_TRUE(r.per_layer_barriers);
   const Decision s = Decision::kSwap, k = Decision::kKeep,
@@ -118,7 +121,8 @@ TEST(CheckpointingTest, RecomputesTheFewestBlocksAndLeavesTheLinkIdle) {
   // Bodies: block 2 {t4, t5, t6} (300 B) goes first, block 1 {t1, t2} (t3 is
   // read by block 2) next. At 600, block 2 alone is not enough: rebuilding
   // it at op 7 brings back all 700; with block 1 too, op 7 holds 500.
-  const PlanningResult r = *PlanCheckpointing(trace, ByteNanosecondLink(), 600);
+  const PlanningResult r =
+      *PlanCheckpointing(trace, ByteNanosecondLink(), 600, Physics());
   ASSERT_TRUE(r.feasible) << r.reason;
   const Decision k = Decision::kKeep, c = Decision::kRecompute;
   EXPECT_EQ(r.plan.decisions, (std::vector<Decision>{k, c, c, k, c, c, c}));
@@ -126,11 +130,11 @@ TEST(CheckpointingTest, RecomputesTheFewestBlocksAndLeavesTheLinkIdle) {
   EXPECT_EQ(r.replay.d2h_busy_ns, 0);
   // No checkpointing at all when everything fits.
   const PlanningResult none =
-      *PlanCheckpointing(trace, ByteNanosecondLink(), 700);
+      *PlanCheckpointing(trace, ByteNanosecondLink(), 700, Physics());
   EXPECT_EQ(none.replay.recomputed_bytes, 0);
   // Below the floor of checkpointing alone: infeasible, and it says so.
   const PlanningResult floor =
-      *PlanCheckpointing(trace, ByteNanosecondLink(), 250);
+      *PlanCheckpointing(trace, ByteNanosecondLink(), 250, Physics());
   EXPECT_FALSE(floor.feasible);
   EXPECT_LE(floor.replay.peak_resident_bytes, 250);
 }
@@ -152,9 +156,9 @@ TEST(SwapAdvisorTest, SwapsOnlyAndIsDeterministicForASeed) {
   // Never worse than its vDNN seed replayed the same way (without barriers).
   SimulationOptions sim;
   sim.budget_bytes = 650;
-  const SimulationResult seed =
-      *Simulate(trace, ByteNanosecondLink(),
-                PlanVdnn(trace, ByteNanosecondLink(), 650)->plan, sim);
+  const SimulationResult seed = *Simulate(
+      trace, ByteNanosecondLink(),
+      PlanVdnn(trace, ByteNanosecondLink(), 650, Physics())->plan, sim);
   EXPECT_LE(a.replay.iteration_ns, seed.iteration_ns);
 }
 

@@ -204,20 +204,21 @@ TEST(ReplayStopTest, SkewedRanksStopInsideOneReplay) {
   hardware.gpus_per_uplink = 64;
   hardware.uplink_d2h_bytes_per_second = hardware.d2h_bytes_per_second;
   hardware.uplink_h2d_bytes_per_second = hardware.h2d_bytes_per_second;
-  hardware.rank_skew_ns = 1000;
+  SimulationOptions skewed;
+  skewed.physics.rank_skew_ns = 1000;
   Plan plan = Plan::AllKeep(trace);
   for (size_t t = 0; t < plan.decisions.size(); t += 2)
     plan.decisions[t] = Decision::kSwap;
   const Schedule schedule = DeriveSchedule(trace, plan);
   const SimulationResult full =
-      SimulateSchedule(trace, hardware, plan, schedule, SimulationOptions());
+      SimulateSchedule(trace, hardware, plan, schedule, skewed);
   ASSERT_TRUE(full.feasible) << full.infeasibility.reason;
   CountingStop never(1 << 30);
   const StopFunction never_stop = never.Function();
   {
     ScopedStop scope(&never_stop);
     const SimulationResult polled =
-        SimulateSchedule(trace, hardware, plan, schedule, SimulationOptions());
+        SimulateSchedule(trace, hardware, plan, schedule, skewed);
     EXPECT_EQ(polled.iteration_ns, full.iteration_ns);
     EXPECT_FALSE(polled.stopped);
   }
@@ -227,7 +228,7 @@ TEST(ReplayStopTest, SkewedRanksStopInsideOneReplay) {
   const StopFunction stop = third.Function();
   ScopedStop scope(&stop);
   const SimulationResult stopped =
-      SimulateSchedule(trace, hardware, plan, schedule, SimulationOptions());
+      SimulateSchedule(trace, hardware, plan, schedule, skewed);
   EXPECT_FALSE(stopped.feasible);
   EXPECT_TRUE(stopped.stopped);
   EXPECT_EQ(third.calls.load(), 3);

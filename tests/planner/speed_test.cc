@@ -165,8 +165,8 @@ TEST(PlansAtOtherSpeedsTest, TheJobsOfANodePlan) {
       const RandomSpeeds sy = RandomlyScaled(y.trace, node, rng);
       // One node: the machine at the first job's link speeds.
       const Hardware& scaled_node = sx.hardware;
-      if (!CheckPhysics(sx.trace, scaled_node, 3).ok() ||
-          !CheckPhysics(sy.trace, scaled_node, 3).ok()) {
+      if (!CheckPhysics(sx.trace, scaled_node, Physics(), 3).ok() ||
+          !CheckPhysics(sy.trace, scaled_node, Physics(), 3).ok()) {
         continue;
       }
       const Plan& px = plan->jobs[0].planned.plan;

@@ -34,8 +34,8 @@ SimulationResult ReplayWith(AllocatorKind allocator, int64_t budget,
                             bool budget_reserved) {
   SimulationOptions options;
   options.budget_bytes = budget;
-  options.allocator = allocator;
-  options.budget_reserved = budget_reserved;
+  options.physics.allocator = allocator;
+  options.physics.budget_reserved = budget_reserved;
   absl::StatusOr<SimulationResult> result =
       Simulate(AllocatorTrace(), ByteNanosecondLink(), PlanOf("rkk"), options);
   EXPECT_TRUE(result.ok()) << result.status();
@@ -103,9 +103,11 @@ Trace SharedLinkTrace(int64_t backward_ns) {
   return t.Build();
 }
 
-SimulationResult ReplayOnNode(const Trace& trace, const Hardware& hw) {
+SimulationResult ReplayOnNode(const Trace& trace, const Hardware& hw,
+                              const Physics& physics = Physics()) {
   SimulationOptions options;
   options.record_timeline = true;
+  options.physics = physics;
   absl::StatusOr<SimulationResult> r =
       Simulate(trace, hw, PlanOf("s", 2), options);
   EXPECT_TRUE(r.ok()) << r.status();
@@ -156,8 +158,9 @@ TEST(EventModelTest, ALinkAtTheLargestRateTakesOneNanosecondPerCopy) {
   for (int32_t ranks : {1, 2}) {
     for (int64_t skew : {int64_t{0}, int64_t{7}}) {
       hw.gpus_per_uplink = ranks;
-      hw.rank_skew_ns = skew;
-      const SimulationResult r = ReplayOnNode(SharedLinkTrace(50), hw);
+      Physics skewed;
+      skewed.rank_skew_ns = skew;
+      const SimulationResult r = ReplayOnNode(SharedLinkTrace(50), hw, skewed);
       ASSERT_TRUE(r.feasible) << ranks << " " << skew;
       const std::vector<TimelineEvent> offload =
           Events(r, TimelineKind::kOffload);
@@ -178,8 +181,9 @@ TEST(EventModelTest, SkewedRanksShareOnlyWhileTheirCopiesOverlap) {
   // 1's moves its last 50 bytes alone, ending at 210 (160 in its own time).
   // The prefetches (510 and 560) overlap the same way: rank 0's ends at
   // 660, and op 3, ready at 560, waits 100 ns.
-  hw.rank_skew_ns = 50;
-  SimulationResult r = ReplayOnNode(SharedLinkTrace(50), hw);
+  Physics skewed;
+  skewed.rank_skew_ns = 50;
+  SimulationResult r = ReplayOnNode(SharedLinkTrace(50), hw, skewed);
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(r.iteration_ns, 670);
   EXPECT_EQ(r.prefetch_wait_ns, 100);
@@ -189,8 +193,8 @@ TEST(EventModelTest, SkewedRanksShareOnlyWhileTheirCopiesOverlap) {
   ASSERT_EQ(offload.size(), 1u);
   EXPECT_EQ(offload[0].end_ns, 160);
   // 150 ns apart the copies never overlap: each rank runs as if alone.
-  hw.rank_skew_ns = 150;
-  r = ReplayOnNode(SharedLinkTrace(50), hw);
+  skewed.rank_skew_ns = 150;
+  r = ReplayOnNode(SharedLinkTrace(50), hw, skewed);
   EXPECT_EQ(r.iteration_ns, 620);
   EXPECT_EQ(r.uplink_wait_ns, 0);
 }
@@ -203,13 +207,13 @@ TEST(EventModelTest, CopiesSlowMemoryBoundOpsBeneathThem) {
   t.spec.operators[1].memory_traffic_bytes = 2000;
   Hardware hw = ByteNanosecondLink();
   hw.hbm_bytes_per_second = 4'000'000'000;
-  Hardware contended = hw;
+  Physics contended;
   contended.hbm_contention = true;
   // The offload (10..110) takes 1 byte/ns of the 4: op 1 runs at 3/4 speed
   // for 100 ns (75 ns of its work), then at full speed for 425: it ends at
   // 535, not 510. Op 2 has no traffic figure: the prefetch beneath it costs
   // nothing.
-  const SimulationResult r = ReplayOnNode(t.Build(), contended);
+  const SimulationResult r = ReplayOnNode(t.Build(), hw, contended);
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(r.contention_ns, 25);
   EXPECT_EQ(r.iteration_ns, 1045);
@@ -223,9 +227,9 @@ TEST(EventModelTest, CopiesSlowMemoryBoundOpsBeneathThem) {
   // slowed: 7e5 FLOPs at 1e12 FLOP/s take 700 ns of roofline time, above
   // the 2000 bytes at 3 bytes/ns (667 ns). At 5e5 FLOPs (500 ns) it is.
   t.spec.operators[1].flops = 700'000;
-  EXPECT_EQ(ReplayOnNode(t.Build(), contended).iteration_ns, 1020);
+  EXPECT_EQ(ReplayOnNode(t.Build(), hw, contended).iteration_ns, 1020);
   t.spec.operators[1].flops = 500'000;
-  EXPECT_EQ(ReplayOnNode(t.Build(), contended).iteration_ns, 1045);
+  EXPECT_EQ(ReplayOnNode(t.Build(), hw, contended).iteration_ns, 1045);
 }
 
 // Contention at the limits a request may set: 2^60 FLOPs and bytes of
@@ -242,7 +246,8 @@ TEST(EventModelTest, ContentionAtTheLimitsFollowsTheFormula) {
   hw.d2h_bytes_per_second = hw.h2d_bytes_per_second = int64_t{1} << 60;
   hw.matmul_flops_per_second = kMax;
   hw.hbm_bytes_per_second = kMax;
-  hw.hbm_contention = true;
+  Physics contended;
+  contended.hbm_contention = true;
   EXPECT_EQ(internal::ContendedRate(int64_t{1} << 60, int64_t{1} << 60, hw,
                                     int64_t{1} << 60),
             57343);
@@ -259,7 +264,7 @@ TEST(EventModelTest, ContentionAtTheLimitsFollowsTheFormula) {
   t.Tensor(int64_t{1} << 40, 0, {3});
   t.spec.operators[1].flops = int64_t{1} << 60;
   t.spec.operators[1].memory_traffic_bytes = int64_t{1} << 60;
-  const SimulationResult r = ReplayOnNode(t.Build(), hw);
+  const SimulationResult r = ReplayOnNode(t.Build(), hw, contended);
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(r.contention_ns, 120);
   const std::vector<TimelineEvent> ops = Events(r, TimelineKind::kOp);
@@ -271,16 +276,17 @@ TEST(EventModelTest, PhysicsTheModelCannotReplayIsRejectedByField) {
   const Trace trace = SharedLinkTrace(50);
   Hardware hw = ByteNanosecondLink();
   hw.hbm_bytes_per_second = 3'000'000'000;  // under twice the two links
-  hw.hbm_contention = true;
+  SimulationOptions options;
+  options.physics.hbm_contention = true;
   absl::StatusOr<SimulationResult> r =
-      Simulate(trace, hw, PlanOf("s", 2), SimulationOptions());
+      Simulate(trace, hw, PlanOf("s", 2), options);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(
       absl::StrContains(r.status().message(), "hardware.hbm_bytes_per_second"))
       << r.status();
-  hw.hbm_contention = false;
-  hw.rank_skew_ns = -1;
-  r = Simulate(trace, hw, PlanOf("s", 2), SimulationOptions());
+  options.physics.hbm_contention = false;
+  options.physics.rank_skew_ns = -1;
+  r = Simulate(trace, hw, PlanOf("s", 2), options);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::StrContains(r.status().message(), "physics.rank_skew_ns"))
       << r.status();

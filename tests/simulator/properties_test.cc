@@ -36,15 +36,19 @@ SimulationOptions SweepOptions(int64_t peak, int trial) {
   return options;
 }
 
-// `ranks` GPUs behind one uplink as fast as one GPU's link, with HBM
-// contention where the hardware can carry it (HBM at least twice the links).
+// `ranks` GPUs behind one uplink as fast as one GPU's link.
 Hardware SharedUplink(Hardware hw, int ranks) {
   hw.gpus_per_uplink = ranks;
   hw.uplink_d2h_bytes_per_second = hw.d2h_bytes_per_second;
   hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second;
-  hw.hbm_contention = hw.hbm_bytes_per_second >=
-                      2 * (hw.d2h_bytes_per_second + hw.h2d_bytes_per_second);
   return hw;
+}
+
+// HBM contention where the hardware can carry it (HBM at least twice the
+// links).
+bool ContentionFits(const Hardware& hw) {
+  return hw.hbm_bytes_per_second >=
+         2 * (hw.d2h_bytes_per_second + hw.h2d_bytes_per_second);
 }
 
 // Checks every invariant that ties the timeline to the metrics.
@@ -180,8 +184,8 @@ TEST(EventModelPropertyTest, TheAllocatorObservesAndItsBudgetHolds) {
       for (AllocatorKind kind :
            {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
         SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
-        options.allocator = kind;
-        options.budget_reserved = false;
+        options.physics.allocator = kind;
+        options.physics.budget_reserved = false;
         const SimulationResult observed =
             *Simulate(w.trace, w.hardware, plan, options);
         EXPECT_EQ(observed.feasible, plain.feasible);
@@ -191,7 +195,7 @@ TEST(EventModelPropertyTest, TheAllocatorObservesAndItsBudgetHolds) {
         EXPECT_GE(observed.peak_reserved_bytes, observed.peak_resident_bytes);
         EXPECT_GE(observed.fragmentation_bytes, 0);
         EXPECT_LE(observed.fragmentation_bytes, observed.peak_reserved_bytes);
-        options.budget_reserved = true;
+        options.physics.budget_reserved = true;
         const SimulationResult budgeted =
             *Simulate(w.trace, w.hardware, plan, options);
         EXPECT_LE(budgeted.peak_reserved_bytes, options.budget_bytes);
@@ -230,9 +234,11 @@ TEST(EventModelPropertyTest, NodePhysicsIsExactAndAccountsForEveryNs) {
       EXPECT_EQ(MetricsToProto(same).SerializeAsString(),
                 MetricsToProto(alone).SerializeAsString());
       // Shared for real, skewed, contended.
-      Hardware shared = SharedUplink(w.hardware, 2 + trial % 3);
-      shared.rank_skew_ns = (trial % 2) * 1'000'000;
-      const SimulationResult r = *Simulate(w.trace, shared, plan, options);
+      const Hardware shared = SharedUplink(w.hardware, 2 + trial % 3);
+      SimulationOptions on_node = options;
+      on_node.physics.hbm_contention = ContentionFits(shared);
+      on_node.physics.rank_skew_ns = (trial % 2) * 1'000'000;
+      const SimulationResult r = *Simulate(w.trace, shared, plan, on_node);
       EXPECT_LE(r.peak_resident_bytes, options.budget_bytes);
       EXPECT_GE(r.contention_ns, 0);
       EXPECT_GE(r.uplink_wait_ns, 0);
@@ -261,7 +267,7 @@ TEST(EventModelPropertyTest, LockstepRanksReplayAsTheSharedUplinkLoopDoes) {
       options.record_timeline = true;
       Hardware hw = SharedUplink(w.hardware, 2 + trial % 3);
       hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second * 3 / 2;
-      hw.hbm_contention = hw.hbm_contention && trial % 2 == 0;
+      options.physics.hbm_contention = ContentionFits(hw) && trial % 2 == 0;
       const SimulationResult lockstep = *Simulate(w.trace, hw, plan, options);
 
       const Schedule schedule = DeriveSchedule(w.trace, plan);

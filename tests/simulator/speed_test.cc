@@ -66,17 +66,19 @@ struct Variant {
   bool budget_reserved = false;
 };
 
-Hardware WithPhysics(Hardware hw, const Variant& v) {
-  if (!v.node_physics) return hw;
+// The hardware and physics of a variant (the allocator apart).
+Physics WithPhysics(Hardware& hw, const Variant& v) {
+  Physics physics;
+  if (!v.node_physics) return physics;
   hw.gpus_per_uplink = 2;
   hw.uplink_d2h_bytes_per_second = hw.d2h_bytes_per_second;
   hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second;
-  hw.hbm_contention =
+  physics.hbm_contention =
       hw.matmul_flops_per_second > 0 &&
       hw.hbm_bytes_per_second / 4 >=
           hw.d2h_bytes_per_second / 2 + hw.h2d_bytes_per_second / 2;
-  hw.rank_skew_ns = v.skew_ns;
-  return hw;
+  physics.rank_skew_ns = v.skew_ns;
+  return physics;
 }
 
 // Replays random plans at the profiled speeds and at `scalings` random
@@ -86,8 +88,8 @@ SweepCounts Sweep(const Variant& variant, int random_traces, int plans_each,
   SweepCounts counts;
   std::mt19937_64 rng(2026);
   for (Workload w : SweepWorkloads(random_traces)) {
-    w.hardware = WithPhysics(w.hardware, variant);
-    if (!CheckPhysics(w.trace, w.hardware).ok()) continue;
+    const Physics physics = WithPhysics(w.hardware, variant);
+    if (!CheckPhysics(w.trace, w.hardware, physics).ok()) continue;
     const int64_t peak = AllKeepPeakBytes(w.trace);
     for (int p = 0; p < plans_each; ++p) {
       const bool barriers = p % 5 == 4;
@@ -96,7 +98,8 @@ SweepCounts Sweep(const Variant& variant, int random_traces, int plans_each,
       SimulationOptions options;
       options.per_layer_barriers = barriers;
       options.prefetch_admission = variant.rule;
-      options.allocator = variant.allocator;
+      options.physics = physics;
+      options.physics.allocator = variant.allocator;
       // Half the budgets are near what the plan itself holds with memory
       // unlimited (tight: where a prefetch taken early hurts), half a
       // fraction of the all-keep peak.
@@ -112,7 +115,7 @@ SweepCounts Sweep(const Variant& variant, int random_traces, int plans_each,
       options.budget_bytes = static_cast<int64_t>(
           static_cast<double>(reference) *
           std::uniform_real_distribution<double>(low, high)(rng));
-      options.budget_reserved = variant.budget_reserved;
+      options.physics.budget_reserved = variant.budget_reserved;
       const SimulationResult profiled =
           SimulateSchedule(w.trace, w.hardware, plan, schedule, options);
       ++counts.plans;
@@ -120,7 +123,7 @@ SweepCounts Sweep(const Variant& variant, int random_traces, int plans_each,
       for (int k = 0; k < scalings; ++k) {
         const RandomSpeeds speeds = RandomlyScaled(w.trace, w.hardware, rng);
         if (!CheckTimeRange(speeds.trace, speeds.hardware).ok() ||
-            !CheckPhysics(speeds.trace, speeds.hardware).ok()) {
+            !CheckPhysics(speeds.trace, speeds.hardware, physics).ok()) {
           continue;
         }
         const SimulationResult r = SimulateSchedule(

@@ -510,7 +510,7 @@ void FuzzPlan(ControlBits& c, const Common& common, v1::Trace message) {
   const absl::StatusOr<v1::PlanResponse> response = RunTwice<v1::PlanResponse>(
       common.stop_after,
       [&](const StopFunction& stop) {
-        return Core().Plan(request, stop, nullptr);
+        return Core().Plan(request, stop);
       },
       stopped);
   if (!response.ok()) return;

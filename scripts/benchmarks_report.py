@@ -171,6 +171,12 @@ def runtime_section(folder):
         rows.append(f"| {label} | {t[name]:.1f} ms | {d:+.2f} ms ({100 * d / t['plain']:+.1f}%) "
                     f"| {1000 * d / r['packs_per_step']:.1f} us | "
                     f"{1000 * d / r['operators']:.1f} us |")
+    hook = r.get("untracked_hook_us_per_saved_tensor")
+    if hook is not None:
+        rows.append(f"| untracked: its saved-tensor hook alone (timed apart, median of 5) | | "
+                    f"{hook * r['packs_per_step'] / 1000:+.2f} ms "
+                    f"({100 * hook * r['packs_per_step'] / 1000 / t['plain']:+.2f}%) | "
+                    f"{hook:.2f} us | {hook * r['packs_per_step'] / r['operators']:.2f} us |")
     return [
         "",
         "## PyTorch runtime (`tests/benchmarks/runtime_benchmark.py`)",

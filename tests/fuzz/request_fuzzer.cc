@@ -509,9 +509,7 @@ void FuzzPlan(ControlBits& c, const Common& common, v1::Trace message) {
   bool stopped = false;
   const absl::StatusOr<v1::PlanResponse> response = RunTwice<v1::PlanResponse>(
       common.stop_after,
-      [&](const StopFunction& stop) {
-        return Core().Plan(request, stop);
-      },
+      [&](const StopFunction& stop) { return Core().Plan(request, stop); },
       stopped);
   if (!response.ok()) return;
   const absl::StatusOr<int64_t> budget =

@@ -112,12 +112,11 @@ def surface_violations(root):
 
 
 def tests_below_the_service(root):
-    """(file, include) for each planner or base test that includes service/:
-    they build traces with the simulator's TraceSpec, as their layers do.
-    (Two simulator tests still convert through the service: the generator's
-    serialized sizes and the corruptions of a serialized trace.)"""
+    """(file, include) for each test of a layer below service/ (tests/base,
+    tests/simulator, tests/planner) that includes service/: they build
+    traces with the simulator's TraceSpec, as their layers do."""
     found = []
-    for folder in ("base", "planner"):
+    for folder in ("base", "simulator", "planner"):
         for dirpath, _, names in os.walk(os.path.join(root, "tests", folder)):
             for name in sorted(names):
                 if not name.endswith((".h", ".cc")):
@@ -134,7 +133,7 @@ class LayeringTest(unittest.TestCase):
         found = surface_violations(ROOT)
         self.assertEqual(found, [], "\n".join(found))
 
-    def test_the_planner_tests_build_traces_without_the_service(self):
+    def test_the_tests_below_the_service_build_traces_without_it(self):
         self.assertEqual(tests_below_the_service(ROOT), [])
 
     def test_it_finds_uses_of_the_planners_internals(self):

@@ -37,7 +37,7 @@ void ExpectFormsAgree(const TraceSpec& spec) {
 
 TEST(TraceConvertTest, GeneratedTracesAgreeInEveryForm) {
   for (const std::string& preset : WorkloadPresetNames()) {
-    for (const char* gpu : {"a100", "titan-x"}) {
+    for (const std::string& gpu : HardwarePresetNames()) {
       SCOPED_TRACE(preset + " on " + gpu);
       WorkloadSpec spec = *WorkloadPreset(preset);
       if (spec.family != ModelFamily::kVgg16) spec.layers = 3;

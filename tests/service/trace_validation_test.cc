@@ -2,15 +2,18 @@
 // path of the first violation.
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "base/field_violations.h"
 #include "gtest/gtest.h"
+#include "planner/basic_plans.h"
 #include "service/trace_convert.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
 #include "simulator/trace_limits.h"
+#include "simulator/workload.h"
 #include "tests/service/tiny_proto_trace.h"
 #include "tests/simulator/test_traces.h"
 
@@ -388,6 +391,81 @@ TEST(PlanValidationTest, RejectsSwappingBeyondTheHostPinnedCap) {
   EXPECT_TRUE(ValidatePlan(trace, hw, PlanOf("sk", 2), false).ok());
   ExpectViolation(ValidatePlan(trace, hw, PlanOf("ss", 2), false),
                   "plan.tensors");
+}
+
+// Hostile input: random corruptions of a valid trace never crash the
+// validator, and whatever it accepts simulates without crashing.
+TEST(TraceValidationTest, CorruptedTracesAreRejectedOrSimulatedSafely) {
+  WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
+  spec.layers = 2;
+  const Hardware hw = *HardwarePreset("a100");
+  const v1::Trace base = TraceSpecToProto(*GenerateTrace(spec, hw));
+  std::mt19937_64 rng(99);
+  const int64_t values[] = {-1,
+                            0,
+                            1,
+                            7,
+                            1 << 20,
+                            int64_t{1} << 40,
+                            int64_t{1} << 61,
+                            std::numeric_limits<int64_t>::max(),
+                            std::numeric_limits<int64_t>::min()};
+  auto value = [&] { return values[rng() % std::size(values)]; };
+  int accepted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    v1::Trace t = base;
+    for (int m = 0; m < 3; ++m) {
+      v1::Operator* op = t.mutable_operators(rng() % t.operators_size());
+      v1::Tensor* tensor = t.mutable_tensors(rng() % t.tensors_size());
+      switch (rng() % 9) {
+        case 0:
+          op->set_duration_ns(value());
+          break;
+        case 1:
+          op->set_phase(static_cast<v1::Phase>(rng() % 5));
+          break;
+        case 2:
+          op->set_workspace_bytes(value());
+          break;
+        case 3:
+          tensor->set_size_bytes(value());
+          break;
+        case 4:
+          tensor->set_producer_op(static_cast<int32_t>(value()));
+          break;
+        case 5:
+          if (tensor->use_ops_size() > 0) {
+            tensor->set_use_ops(rng() % tensor->use_ops_size(),
+                                static_cast<int32_t>(rng() % 200));
+          }
+          break;
+        case 6:
+          tensor->add_recompute_inputs(
+              static_cast<int32_t>(rng() % t.tensors_size()));
+          break;
+        case 7:
+          tensor->set_recompute_duration_ns(value());
+          break;
+        case 8:
+          op->set_block_index(static_cast<int32_t>(value()));
+          break;
+      }
+    }
+    absl::StatusOr<Trace> trace = TraceFromProto(t);
+    if (!trace.ok()) {
+      EXPECT_EQ(trace.status().code(), absl::StatusCode::kInvalidArgument);
+      continue;
+    }
+    ++accepted;
+    SimulationOptions options;
+    options.budget_bytes = AllKeepPeakBytes(*trace) / 2;
+    absl::StatusOr<SimulationResult> r =
+        Simulate(*trace, hw, AllSwapPlan(*trace), options);
+    if (r.ok() && r->feasible) {
+      EXPECT_LE(r->peak_resident_bytes, options.budget_bytes);
+    }
+  }
+  EXPECT_GT(accepted, 100);
 }
 
 }  // namespace

@@ -10,8 +10,7 @@
 #include "absl/strings/match.h"
 #include "base/field_violations.h"
 #include "gtest/gtest.h"
-#include "service/trace_convert.h"
-#include "service/wire_convert.h"
+#include "simulator/trace_spec.h"
 #include "simulator/trace_validation.h"
 
 namespace slackswap {
@@ -24,20 +23,19 @@ TraceSpec GenerateSpec(const WorkloadSpec& spec, const std::string& hardware) {
   return trace.ok() ? *trace : TraceSpec();
 }
 
-// The wire form, whose accessors the structure checks read.
-v1::Trace Generate(const WorkloadSpec& spec, const std::string& hardware) {
-  return TraceSpecToProto(GenerateSpec(spec, hardware));
+TraceSpec Generate(const WorkloadSpec& spec, const std::string& hardware) {
+  return GenerateSpec(spec, hardware);
 }
 
 WorkloadSpec Preset(const std::string& name) { return *WorkloadPreset(name); }
 
 // Saved bytes of the tensors whose name starts with "layer<i>." (the tensors
 // a layer produces; its input is the previous layer's output).
-int64_t LayerBytes(const v1::Trace& trace, int layer) {
+int64_t LayerBytes(const TraceSpec& trace, int layer) {
   int64_t bytes = 0;
-  for (const v1::Tensor& t : trace.tensors()) {
-    if (absl::StartsWith(t.name(), absl::StrCat("layer", layer, ".")))
-      bytes += t.size_bytes();
+  for (const TensorSpec& t : trace.tensors) {
+    if (absl::StartsWith(t.name, absl::StrCat("layer", layer, ".")))
+      bytes += t.size_bytes;
   }
   return bytes;
 }
@@ -95,23 +93,23 @@ TEST(WorkloadCalibrationTest, RecomputeCostsPerByteOnA100) {
   // cheapest rebuild (87x less than a 40 ps/B exposed copy, 0.46 ps/B). A
   // layer's residual outputs also rerun the matmul before them (its output is
   // not saved): dearer, but still below an exposed PCIe 4.0 copy at 40 ps/B.
-  const v1::Trace trace = Generate(Preset("gpt2-xl"), "a100");
+  const TraceSpec trace = Generate(Preset("gpt2-xl"), "a100");
   int checked = 0;
-  for (const v1::Tensor& t : trace.tensors()) {
-    if (t.recompute_forbidden() || t.name() == "embedding_out") continue;
+  for (const TensorSpec& t : trace.tensors) {
+    if (t.recompute_forbidden || t.name == "embedding_out") continue;
     const double ps_per_byte = 1e3 *
-                               static_cast<double>(t.recompute_duration_ns()) /
-                               static_cast<double>(t.size_bytes());
-    const bool residual = absl::StrContains(t.name(), "residual1_out") ||
-                          absl::EndsWith(t.name(), ".out");
+                               static_cast<double>(t.recompute_duration_ns) /
+                               static_cast<double>(t.size_bytes);
+    const bool residual = absl::StrContains(t.name, "residual1_out") ||
+                          absl::EndsWith(t.name, ".out");
     if (residual) {
-      EXPECT_LT(ps_per_byte, 40) << t.name();
-    } else if (absl::EndsWith(t.name(), "_mask")) {
-      EXPECT_GE(ps_per_byte, 0.46) << t.name();
-      EXPECT_LT(ps_per_byte, 1.0) << t.name();
+      EXPECT_LT(ps_per_byte, 40) << t.name;
+    } else if (absl::EndsWith(t.name, "_mask")) {
+      EXPECT_GE(ps_per_byte, 0.46) << t.name;
+      EXPECT_LT(ps_per_byte, 1.0) << t.name;
     } else {
-      EXPECT_GE(ps_per_byte, 1.0) << t.name();
-      EXPECT_LE(ps_per_byte, 11.0) << t.name();
+      EXPECT_GE(ps_per_byte, 1.0) << t.name;
+      EXPECT_LE(ps_per_byte, 11.0) << t.name;
     }
     ++checked;
   }
@@ -121,7 +119,7 @@ TEST(WorkloadCalibrationTest, RecomputeCostsPerByteOnA100) {
 TEST(WorkloadStructureTest, GptLayerSaves34BytesPerTokenPerHiddenUnit) {
   WorkloadSpec spec = Preset("gpt2-xl");
   spec.layers = 3;
-  const v1::Trace trace = Generate(spec, "a100");
+  const TraceSpec trace = Generate(spec, "a100");
   const int64_t tokens = spec.batch * spec.sequence_length;
   // Each layer produces its 34h per token minus its input (2h), plus its
   // output (2h, the next layer's input).
@@ -144,7 +142,7 @@ TEST(WorkloadStructureTest, UnfusedAttentionAdds5asBytesPerToken) {
 TEST(WorkloadStructureTest, LlamaLayerSaves16hPlus6fBytesPerToken) {
   WorkloadSpec spec = Preset("llama-7b");
   spec.layers = 2;
-  const v1::Trace trace = Generate(spec, "a100");
+  const TraceSpec trace = Generate(spec, "a100");
   EXPECT_EQ(LayerBytes(trace, 1),
             (16 * spec.hidden + 6 * spec.ffn_hidden) * spec.sequence_length);
 }
@@ -152,19 +150,18 @@ TEST(WorkloadStructureTest, LlamaLayerSaves16hPlus6fBytesPerToken) {
 TEST(WorkloadStructureTest, BackwardOpsTakeTwiceTheirForwardOp) {
   WorkloadSpec spec = Preset("gpt2-xl");
   spec.layers = 1;
-  const v1::Trace trace = Generate(spec, "a100");
-  for (const v1::Operator& bwd : trace.operators()) {
-    if (bwd.phase() != v1::PHASE_BACKWARD) continue;
-    const std::string forward_name =
-        bwd.name().substr(0, bwd.name().size() - 9);
-    for (const v1::Operator& fwd : trace.operators()) {
-      if (fwd.name() != forward_name) continue;
-      const double factor = fwd.kind() == v1::OP_KIND_ATTENTION ? 2.5
-                            : fwd.kind() == v1::OP_KIND_LOSS    ? 1.0
-                                                                : 2.0;
-      EXPECT_NEAR(static_cast<double>(bwd.duration_ns()),
-                  factor * static_cast<double>(fwd.duration_ns()), 2.0)
-          << bwd.name();
+  const TraceSpec trace = Generate(spec, "a100");
+  for (const OperatorSpec& bwd : trace.operators) {
+    if (bwd.phase != Phase::kBackward) continue;
+    const std::string forward_name = bwd.name.substr(0, bwd.name.size() - 9);
+    for (const OperatorSpec& fwd : trace.operators) {
+      if (fwd.name != forward_name) continue;
+      const double factor = fwd.kind == OpKind::kAttention ? 2.5
+                            : fwd.kind == OpKind::kLoss    ? 1.0
+                                                           : 2.0;
+      EXPECT_NEAR(static_cast<double>(bwd.duration_ns),
+                  factor * static_cast<double>(fwd.duration_ns), 2.0)
+          << bwd.name;
     }
   }
 }
@@ -179,7 +176,6 @@ TEST(WorkloadStructureTest, EveryPresetOnEveryGpuIsAValidTrace) {
       ASSERT_TRUE(trace.ok())
           << preset << " on " << hardware << ": " << trace.status();
       EXPECT_TRUE(ValidateTrace(*trace).ok());
-      EXPECT_TRUE(TraceFromProto(TraceSpecToProto(*trace)).ok());
     }
   }
 }
@@ -223,8 +219,7 @@ TEST(WorkloadStructureTest, RejectsTracesOverTheSizeLimitBeforeBuildingThem) {
   absl::StatusOr<TraceSpec> large =
       GenerateTrace(spec, *HardwarePreset("a100"));
   ASSERT_TRUE(large.ok()) << large.status();
-  EXPECT_LT(TraceSpecToProto(*large).ByteSizeLong(),
-            static_cast<size_t>(kMaxGeneratedTraceBytes));
+  EXPECT_LT(SerializedBytes(*large), kMaxGeneratedTraceBytes);
 }
 
 // The error's "about N layers" is close: a little under N builds a trace
@@ -246,8 +241,7 @@ TEST(WorkloadStructureTest, SuggestedLayerCountIsCloseToTheLimit) {
   absl::StatusOr<TraceSpec> under =
       GenerateTrace(spec, *HardwarePreset("a100"));
   ASSERT_TRUE(under.ok()) << under.status();
-  EXPECT_LE(TraceSpecToProto(*under).ByteSizeLong(),
-            static_cast<size_t>(kMaxGeneratedTraceBytes));
+  EXPECT_LE(SerializedBytes(*under), kMaxGeneratedTraceBytes);
   spec.layers = suggested * 103 / 100;
   EXPECT_EQ(GenerateTrace(spec, *HardwarePreset("a100")).status().code(),
             absl::StatusCode::kResourceExhausted);

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "base/field_violations.h"
 #include "base/status_macros.h"
+#include "base/stop.h"
 #include "base/usable_cpus.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/support/proto_buffer_reader.h"
@@ -118,6 +119,12 @@ bool ParseNodeJobs(absl::string_view flat, v1::PlanNodeRequest& message,
                     job_rest) ||
         !message.add_jobs()->ParseFromString(job_rest)) {
       return false;
+    }
+    // A node's traces are decoded one after another: stop between them
+    // when the call's stop says so (Serve sets it around the parse).
+    if (StopRequested()) {
+      error = absl::CancelledError("the call was cancelled or timed out");
+      return true;
     }
     absl::StatusOr<Trace> trace =
         DecodeTrace(trace_bytes, absl::StrCat("jobs[", i, "].trace"));
@@ -336,8 +343,10 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Serve(
       [this, context, request, response](const StopFunction& stop,
                                          CallRecord& record) {
         google::protobuf::Arena arena(RequestArenaOptions());
-        absl::StatusOr<ParsedRequest<Request>> parsed =
-            ParseRequest<Request>(*request, arena, core_);
+        absl::StatusOr<ParsedRequest<Request>> parsed = [&] {
+          ScopedStop scope(&stop);
+          return ParseRequest<Request>(*request, arena, core_);
+        }();
         if (!parsed.ok()) return parsed.status();
         const Request* message = parsed->message;
         const std::optional<absl::StatusOr<Trace>>& trace = parsed->trace;

@@ -502,6 +502,8 @@ absl::StatusOr<v1::PlanNodeResponse> ServiceCore::RunPlanNode(
   // counts those of the jobs before it.
   CostContext context;
   for (int i = 0; i < request.jobs_size(); ++i) {
+    // Each job converts and checks a trace of its own: stop between them.
+    if (should_stop && should_stop()) return Stopped();
     const v1::NodeJob& job = request.jobs(i);
     const std::string at = absl::StrCat("jobs[", i, "]");
     const std::string trace_field = absl::StrCat(at, ".trace");

@@ -23,10 +23,6 @@ TraceSpec GenerateSpec(const WorkloadSpec& spec, const std::string& hardware) {
   return trace.ok() ? *trace : TraceSpec();
 }
 
-TraceSpec Generate(const WorkloadSpec& spec, const std::string& hardware) {
-  return GenerateSpec(spec, hardware);
-}
-
 WorkloadSpec Preset(const std::string& name) { return *WorkloadPreset(name); }
 
 // Saved bytes of the tensors whose name starts with "layer<i>." (the tensors
@@ -93,7 +89,7 @@ TEST(WorkloadCalibrationTest, RecomputeCostsPerByteOnA100) {
   // cheapest rebuild (87x less than a 40 ps/B exposed copy, 0.46 ps/B). A
   // layer's residual outputs also rerun the matmul before them (its output is
   // not saved): dearer, but still below an exposed PCIe 4.0 copy at 40 ps/B.
-  const TraceSpec trace = Generate(Preset("gpt2-xl"), "a100");
+  const TraceSpec trace = GenerateSpec(Preset("gpt2-xl"), "a100");
   int checked = 0;
   for (const TensorSpec& t : trace.tensors) {
     if (t.recompute_forbidden || t.name == "embedding_out") continue;
@@ -119,7 +115,7 @@ TEST(WorkloadCalibrationTest, RecomputeCostsPerByteOnA100) {
 TEST(WorkloadStructureTest, GptLayerSaves34BytesPerTokenPerHiddenUnit) {
   WorkloadSpec spec = Preset("gpt2-xl");
   spec.layers = 3;
-  const TraceSpec trace = Generate(spec, "a100");
+  const TraceSpec trace = GenerateSpec(spec, "a100");
   const int64_t tokens = spec.batch * spec.sequence_length;
   // Each layer produces its 34h per token minus its input (2h), plus its
   // output (2h, the next layer's input).
@@ -131,9 +127,9 @@ TEST(WorkloadStructureTest, GptLayerSaves34BytesPerTokenPerHiddenUnit) {
 TEST(WorkloadStructureTest, UnfusedAttentionAdds5asBytesPerToken) {
   WorkloadSpec spec = Preset("bert-large");
   spec.layers = 2;
-  const int64_t flash = LayerBytes(Generate(spec, "a100"), 1);
+  const int64_t flash = LayerBytes(GenerateSpec(spec, "a100"), 1);
   spec.flash_attention = false;
-  const int64_t unfused = LayerBytes(Generate(spec, "a100"), 1);
+  const int64_t unfused = LayerBytes(GenerateSpec(spec, "a100"), 1);
   const int64_t tokens = spec.batch * spec.sequence_length;
   EXPECT_EQ(unfused - flash,
             int64_t{5} * spec.heads * spec.sequence_length * tokens);
@@ -142,7 +138,7 @@ TEST(WorkloadStructureTest, UnfusedAttentionAdds5asBytesPerToken) {
 TEST(WorkloadStructureTest, LlamaLayerSaves16hPlus6fBytesPerToken) {
   WorkloadSpec spec = Preset("llama-7b");
   spec.layers = 2;
-  const TraceSpec trace = Generate(spec, "a100");
+  const TraceSpec trace = GenerateSpec(spec, "a100");
   EXPECT_EQ(LayerBytes(trace, 1),
             (16 * spec.hidden + 6 * spec.ffn_hidden) * spec.sequence_length);
 }
@@ -150,7 +146,7 @@ TEST(WorkloadStructureTest, LlamaLayerSaves16hPlus6fBytesPerToken) {
 TEST(WorkloadStructureTest, BackwardOpsTakeTwiceTheirForwardOp) {
   WorkloadSpec spec = Preset("gpt2-xl");
   spec.layers = 1;
-  const TraceSpec trace = Generate(spec, "a100");
+  const TraceSpec trace = GenerateSpec(spec, "a100");
   for (const OperatorSpec& bwd : trace.operators) {
     if (bwd.phase != Phase::kBackward) continue;
     const std::string forward_name = bwd.name.substr(0, bwd.name.size() - 9);

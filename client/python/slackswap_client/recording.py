@@ -112,24 +112,19 @@ def flatten_call(args, kwargs):
         if kind in _SEQUENCES:
             for x in a:
                 if type(x) in _NESTING:
-                    return _tree_flatten_call(args, kwargs)
+                    return tree_flatten((args, kwargs))
             leaves.extend(a)
             shape.append((kind, len(a)))
         elif kind is dict:
-            return _tree_flatten_call(args, kwargs)
+            return tree_flatten((args, kwargs))
         else:
             leaves.append(a)
             shape.append(None)
     for v in kwargs.values():
         if type(v) in _NESTING:
-            return _tree_flatten_call(args, kwargs)
+            return tree_flatten((args, kwargs))
     leaves.extend(kwargs.values())
     return leaves, (tuple(shape), tuple(kwargs))
-
-
-def _tree_flatten_call(args, kwargs):
-    leaves, spec = tree_flatten((args, kwargs))
-    return leaves, spec
 
 
 def unflatten_call(leaves, spec):

@@ -50,6 +50,28 @@ struct Op {
   OpKind kind = OpKind::kOther;
 };
 
+// Traffic the job moves over the host link itself, beside the plan's
+// activation copies: ZeRO-Offload's gradients and parameters, FSDP CPU
+// offload's parameter fetches and gradient copies (docs/event-model.md,
+// "Fixed transfers"). The replay runs each on its direction's stream in the
+// queue order that section states.
+enum class Direction : uint8_t { kD2H, kH2D };
+
+struct FixedTransfer {
+  Direction direction = Direction::kD2H;
+  int64_t size_bytes = 0;  // bytes over the link
+  // It may start once this op has ended; -1: from the iteration's start.
+  int32_t after_op = -1;
+  // This op cannot start before it has ended; -1: none (the iteration still
+  // ends only when it has).
+  int32_t before_op = -1;
+  // GPU bytes it holds. H2D: from its start until release_op has ended (the
+  // copy it brings). D2H: from after_op's start (the source that op writes)
+  // until the transfer has ended.
+  int64_t gpu_bytes = 0;
+  int32_t release_op = -1;  // H2D holding bytes only; >= before_op
+};
+
 struct Tensor {
   int64_t size_bytes = 0;
   int64_t recompute_ns = 0;
@@ -101,7 +123,11 @@ struct Trace {
   // Tensor ids ordered so that every recompute input precedes its dependents.
   std::vector<int32_t> recompute_topological_order;
 
-  // Bytes an operator allocates when it starts: produced tensors + workspace.
+  // Transfers the job makes itself (empty for most traces).
+  std::vector<FixedTransfer> fixed_transfers;
+
+  // Bytes an operator allocates when it starts: produced tensors + workspace
+  // + the sources of the D2H fixed transfers that start after it.
   std::vector<int64_t> op_allocation_bytes;
 
   int32_t num_forward_ops = 0;  // forward operators are 0..num_forward_ops-1
@@ -111,6 +137,9 @@ struct Trace {
 
   int32_t num_ops() const { return static_cast<int32_t>(ops.size()); }
   int32_t num_tensors() const { return static_cast<int32_t>(tensors.size()); }
+  int32_t num_fixed_transfers() const {
+    return static_cast<int32_t>(fixed_transfers.size());
+  }
   int32_t first_backward_op() const { return num_forward_ops; }
 };
 

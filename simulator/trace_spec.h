@@ -39,10 +39,22 @@ struct TensorSpec {
   bool recompute_forbidden = false;
 };
 
+// A FixedTransfer (trace.h) with its name.
+struct FixedTransferSpec {
+  std::string name;
+  Direction direction = Direction::kD2H;
+  int64_t size_bytes = 0;
+  int32_t after_op = -1;
+  int32_t before_op = -1;
+  int64_t gpu_bytes = 0;
+  int32_t release_op = -1;
+};
+
 struct TraceSpec {
   std::string name;
   std::vector<OperatorSpec> operators;
   std::vector<TensorSpec> tensors;
+  std::vector<FixedTransferSpec> fixed_transfers;
 };
 
 // The bytes `spec` takes serialized as a slackswap.v1.Trace (what

@@ -13,7 +13,7 @@ std::string Micros(int64_t ns) {
   return absl::StrCat(ns / 1000, ".", absl::Dec(ns % 1000, absl::kZeroPad3));
 }
 
-// "memory", "prefetch", "barrier".
+// "memory", "prefetch", "barrier", "fixed_transfer".
 std::string CauseName(v1::WaitCause cause) {
   std::string name = v1::WaitCause_Name(cause);
   return absl::AsciiStrToLower(name.substr(std::string("WAIT_CAUSE_").size()));
@@ -95,6 +95,20 @@ std::string ChromeTraceJson(const v1::Trace& trace,
         category = "prefetch";
         tid = 3;
         break;
+      case v1::TIMELINE_EVENT_KIND_FIXED_TRANSFER: {
+        // The job's own traffic, on its direction's track.
+        const bool known =
+            e.index() >= 0 && e.index() < trace.fixed_transfers_size();
+        const v1::FixedTransfer x =
+            known ? trace.fixed_transfers(e.index()) : v1::FixedTransfer();
+        name = "fixed " +
+               (known ? x.name() : absl::StrCat("transfer ", e.index()));
+        category = "fixed";
+        tid = x.direction() == v1::DIRECTION_H2D ? 3 : 2;
+        args = absl::StrCat(R"("index":)", e.index(), R"(,"bytes":)",
+                            x.size_bytes(), R"(,"gpu_bytes":)", x.gpu_bytes());
+        break;
+      }
       case v1::TIMELINE_EVENT_KIND_STALL:
         name = "stall: " + CauseName(e.wait_cause());
         category = "stall";

@@ -84,13 +84,17 @@ void PrintMetrics(const Inputs& in, const std::string& policy,
   std::cout << absl::StrFormat(
       "outcome      completed\n"
       "iteration    %s (ideal %s): %.1f%% of ideal throughput\n"
-      "stall        prefetch %s, memory %s, barrier %s\n"
+      "stall        prefetch %s, memory %s, barrier %s%s\n"
       "recompute    %s\n"
       "bytes        kept %s, swapped %s, recomputed %s; peak resident %s\n"
       "link         D2H busy %s, H2D busy %s; %s\n",
       Millis(m.iteration_ns()), Millis(m.ideal_ns()),
       100 * m.throughput_ratio(), Millis(m.prefetch_wait_ns()),
       Millis(m.memory_wait_ns()), Millis(m.barrier_wait_ns()),
+      // (Only a trace with fixed transfers can wait for them.)
+      m.fixed_transfer_wait_ns() > 0
+          ? ", fixed transfers " + Millis(m.fixed_transfer_wait_ns())
+          : "",
       Millis(m.recompute_ns()), Gigabytes(m.kept_bytes()),
       Gigabytes(m.swapped_bytes()), Gigabytes(m.recomputed_bytes()),
       Gigabytes(m.peak_resident_bytes()), Millis(m.d2h_busy_ns()),

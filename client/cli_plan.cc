@@ -156,7 +156,8 @@ int CompareCommand(Backend& backend) {
     std::cout << absl::StrFormat(
         "%-9s %-27s %8.1f%% %12s %10s %10s %9s %9s %8.2f%%%s\n", budget, name,
         100 * m.throughput_ratio(), Millis(m.iteration_ns()),
-        Millis(m.prefetch_wait_ns() + m.memory_wait_ns() + m.barrier_wait_ns()),
+        Millis(m.prefetch_wait_ns() + m.memory_wait_ns() + m.barrier_wait_ns() +
+               m.fixed_transfer_wait_ns()),
         Millis(m.recompute_ns()), Gigabytes(m.swapped_bytes()),
         Gigabytes(m.recomputed_bytes()), 100 * r.gap_to_lower_bound(),
         reserved ? absl::StrFormat(" %9s", Gigabytes(m.peak_reserved_bytes()))

@@ -155,8 +155,14 @@ v1::Plan PlanToProto(const Plan& plan, const Schedule& schedule) {
         break;
     }
   }
-  for (int32_t t : schedule.offload_order) proto.add_offload_order(t);
+  // (The streams' queues also hold the trace's fixed transfers, items from
+  // the number of tensors on: the job makes those itself.)
+  const auto num_tensors = static_cast<int32_t>(plan.decisions.size());
+  for (int32_t t : schedule.offload_order) {
+    if (t < num_tensors) proto.add_offload_order(t);
+  }
   for (int32_t t : schedule.prefetch_order) {
+    if (t >= num_tensors) continue;
     v1::Prefetch* p = proto.add_prefetches();
     p->set_tensor(t);
     p->set_issue_op(plan.prefetch_issue_op[t]);
@@ -181,6 +187,8 @@ v1::WaitCause WaitCauseToProto(WaitCause cause) {
       return v1::WAIT_CAUSE_PREFETCH;
     case WaitCause::kBarrier:
       return v1::WAIT_CAUSE_BARRIER;
+    case WaitCause::kFixedTransfer:
+      return v1::WAIT_CAUSE_FIXED_TRANSFER;
     case WaitCause::kNone:
       break;
   }
@@ -209,6 +217,7 @@ v1::Metrics MetricsToProto(const SimulationResult& r) {
   m.set_prefetch_wait_ns(r.prefetch_wait_ns);
   m.set_memory_wait_ns(r.memory_wait_ns);
   m.set_barrier_wait_ns(r.barrier_wait_ns);
+  m.set_fixed_transfer_wait_ns(r.fixed_transfer_wait_ns);
   m.set_recompute_ns(r.recompute_ns);
   m.set_swapped_bytes(r.swapped_bytes);
   m.set_recomputed_bytes(r.recomputed_bytes);
@@ -267,6 +276,9 @@ v1::Timeline TimelineToProto(const SimulationResult& r) {
       case TimelineKind::kStall:
         out->set_kind(v1::TIMELINE_EVENT_KIND_STALL);
         out->set_wait_cause(WaitCauseToProto(e.cause));
+        break;
+      case TimelineKind::kFixedTransfer:
+        out->set_kind(v1::TIMELINE_EVENT_KIND_FIXED_TRANSFER);
         break;
     }
     out->set_index(e.index);

@@ -18,16 +18,29 @@ constexpr int64_t kMaxSimulatedNs = int64_t{1} << 62;
 
 }  // namespace
 
+namespace {
+
+// Every copy the replay can make: two of every tensor and every fixed
+// transfer once (bytes, and copies for their latencies).
+absl::int128 CopyBytes(const Trace& trace) {
+  absl::int128 bytes = absl::int128(trace.total_tensor_bytes) * 2;
+  for (const FixedTransfer& x : trace.fixed_transfers) bytes += x.size_bytes;
+  return bytes;
+}
+absl::int128 Copies(const Trace& trace) {
+  return absl::int128(trace.tensors.size()) * 2 + trace.fixed_transfers.size();
+}
+
+}  // namespace
+
 absl::Status CheckTimeRange(const Trace& trace, const Hardware& hardware) {
   absl::int128 total = trace.ideal_ns;
   for (const Tensor& t : trace.tensors) total += t.recompute_ns;
   const int64_t slowest =
       std::min(hardware.d2h_bytes_per_second, hardware.h2d_bytes_per_second);
-  const absl::int128 transfer_bytes =
-      static_cast<absl::int128>(trace.total_tensor_bytes) * 2;
-  total += transfer_bytes * 1'000'000'000 / slowest;
-  total += static_cast<absl::int128>(hardware.transfer_latency_ns) * 2 *
-           static_cast<absl::int128>(trace.tensors.size());
+  total += CopyBytes(trace) * 1'000'000'000 / slowest;
+  total +=
+      static_cast<absl::int128>(hardware.transfer_latency_ns) * Copies(trace);
   if (total < kMaxSimulatedNs) return absl::OkStatus();
   const char* field =
       hardware.d2h_bytes_per_second <= hardware.h2d_bytes_per_second
@@ -75,9 +88,8 @@ absl::Status CheckPhysics(const Trace& trace, const Hardware& hardware,
     }
   }
   const absl::int128 transfers =
-      absl::int128(trace.total_tensor_bytes) * 2 * 1'000'000'000 / slowest +
-      absl::int128(hardware.transfer_latency_ns + 1) * 2 *
-          static_cast<absl::int128>(trace.tensors.size());
+      CopyBytes(trace) * 1'000'000'000 / slowest +
+      absl::int128(hardware.transfer_latency_ns + 1) * Copies(trace);
   if ((compute + skew + transfers) * repeats < kMaxSimulatedNs)
     return absl::OkStatus();
   // Name what takes most of the time: the trace's own operators (and

@@ -82,7 +82,16 @@ struct SimulationOptions {
   PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
 };
 
-enum class WaitCause : uint8_t { kNone, kMemory, kPrefetch, kBarrier };
+// kFixedTransfer: a fixed transfer (trace.h) a step waits for, or the
+// iteration's end waiting for fixed transfers that outlast the compute
+// stream.
+enum class WaitCause : uint8_t {
+  kNone,
+  kMemory,
+  kPrefetch,
+  kBarrier,
+  kFixedTransfer
+};
 
 struct Infeasibility {
   int32_t op = -1;              // operator the blocked step belongs to
@@ -100,12 +109,17 @@ enum class TimelineKind : uint8_t {
   kRebuild,
   kOffload,
   kPrefetch,
-  kStall
+  kStall,
+  // A fixed transfer on its direction's stream; index: the transfer.
+  kFixedTransfer
 };
 
 struct TimelineEvent {
   TimelineKind kind;
-  int32_t index;  // operator for kOp and kStall, tensor otherwise
+  // Operator for kOp and kStall (the number of operators for the wait at
+  // the iteration's end), the fixed transfer for kFixedTransfer, tensor
+  // otherwise.
+  int32_t index;
   int64_t start_ns;
   int64_t end_ns;
   int64_t resident_bytes;  // just after the event started (a stall: ended)
@@ -157,6 +171,8 @@ struct SimulationResult {
   int64_t prefetch_wait_ns = 0;
   int64_t memory_wait_ns = 0;
   int64_t barrier_wait_ns = 0;
+  // Waiting on fixed transfers (before a step, and at the end).
+  int64_t fixed_transfer_wait_ns = 0;
   int64_t recompute_ns = 0;
 
   int64_t swapped_bytes = 0;
@@ -194,7 +210,8 @@ struct SimulationResult {
   std::vector<ScaledReplay> scaled;
 
   int64_t stall_ns() const {
-    return prefetch_wait_ns + memory_wait_ns + barrier_wait_ns;
+    return prefetch_wait_ns + memory_wait_ns + barrier_wait_ns +
+           fixed_transfer_wait_ns;
   }
 };
 

@@ -67,6 +67,7 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
       projection_on_(options.prefetch_admission ==
                          PrefetchAdmission::kAnySpeed &&
                      !schedule.prefetch_order.empty()),
+      fixed_(!trace.fixed_transfers.empty()),
       offloaded_(trace.tensors.size(), 0),
       forward_done_(trace.tensors.size(), 0),
       modelled_(options.physics.allocator != AllocatorKind::kNone),
@@ -75,7 +76,7 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
                  reserved_budget_ ? options.budget_bytes
                                   : CachingAllocatorModel::kNoLimit) {
   if (options.per_layer_barriers) ComputeBarriers();
-  if (modelled_) allocation_.assign(trace.tensors.size(), -1);
+  if (modelled_) allocation_.assign(s_.prefetch_rank.size(), -1);
   result_.budget_bytes = options_.budget_bytes;
   result_.ideal_ns = trace_.ideal_ns;
   unstarted_ns_ = trace_.ideal_ns;
@@ -114,10 +115,14 @@ bool Replay::AllocateModelled(int32_t tensor) {
     slots_.push_back(slot);
   };
   if (tensor >= 0) {
-    request(&allocation_[tensor], trace_.tensors[tensor].size_bytes);
+    request(&allocation_[tensor], HeldBytes(tensor));
   } else {
     for (int32_t t : trace_.produces.Row(op_))
       request(&allocation_[t], trace_.tensors[t].size_bytes);
+    if (fixed_) {
+      for (int32_t item : s_.fixed_sources.Row(op_))
+        request(&allocation_[item], HeldBytes(item));
+    }
     request(&workspace_allocation_, trace_.ops[op_].workspace_bytes);
   }
   if (!allocator_.MallocAll(requests_, &granted_)) return false;
@@ -134,7 +139,7 @@ void Replay::ComputeBarriers() {
   size_t offloads = 0;
   for (int32_t o = 0; o < trace_.num_forward_ops; ++o) {
     while (offloads < s_.offload_order.size() &&
-           trace_.tensors[s_.offload_order[offloads]].producer_op <= o) {
+           ReadyOp(trace_, s_.offload_order[offloads]) <= o) {
       ++offloads;
     }
     const bool run_ends =
@@ -183,7 +188,7 @@ void Replay::BuildProjection() {
   const int32_t steps = s_.num_steps;
   std::vector<int64_t> values(steps, 0);
   std::vector<int64_t> diff(static_cast<size_t>(steps) + 1, 0);
-  const auto size_of = [&](int32_t t) { return trace_.tensors[t].size_bytes; };
+  const auto size_of = [&](int32_t item) { return HeldBytes(item); };
   for (int32_t o = 0; o < trace_.num_ops(); ++o) {
     for (int32_t k = s_.rebuilds.begin[o]; k < s_.rebuilds.begin[o + 1]; ++k) {
       const int64_t size = size_of(s_.rebuilds.items[k]);
@@ -205,11 +210,18 @@ void Replay::BuildProjection() {
       diff[prefetch_deadline_[s_.prefetch_rank[t]]] += size;
     }
   }
-  // Forward copies whose offload has not ended: kept to the end (FinishD2H
-  // takes each off when its offload ends).
+  // A fixed H2D transfer's copy from its deadline (its release is a row).
+  const int32_t num_tensors = trace_.num_tensors();
+  for (int32_t f = 0; f < trace_.num_fixed_transfers(); ++f) {
+    const int32_t item = num_tensors + f;
+    if (trace_.fixed_transfers[f].direction == Direction::kH2D)
+      diff[prefetch_deadline_[s_.prefetch_rank[item]]] += size_of(item);
+  }
+  // Forward copies (and fixed D2H sources) whose offload has not ended:
+  // kept to the end (FinishD2H takes each off when its offload ends).
   for (size_t i = offloads_done_; i < s_.offload_order.size(); ++i) {
-    const int32_t t = s_.offload_order[i];
-    diff[s_.OpStep(trace_.tensors[t].last_forward_use) + 1] += size_of(t);
+    const int32_t item = s_.offload_order[i];
+    diff[HeldFromStep(item)] += size_of(item);
   }
   int64_t resident = 0;
   for (int32_t j = 0; j < steps; ++j) {
@@ -254,6 +266,16 @@ void Replay::TryStartCompute() {
     stage_ = 1;
   }
   if (stage_ == 1) {
+    if (fixed_ && (prefetches_done_ < s_.fixed_h2d_needed[step_] ||
+                   offloads_done_ < s_.fixed_d2h_needed[step_])) {
+      return;
+    }
+    result_.fixed_transfer_wait_ns += now_ - stage_since_;
+    RecordStall(WaitCause::kFixedTransfer);
+    stage_since_ = now_;
+    stage_ = 2;
+  }
+  if (stage_ == 2) {
     if (prefetches_done_ < s_.prefetches_needed[step_]) {
       if (held_.rank == static_cast<int32_t>(next_prefetch_) &&
           result_.held_prefetch_op < 0) {
@@ -275,7 +297,7 @@ void Replay::TryStartCompute() {
     result_.prefetch_wait_ns += now_ - stage_since_;
     RecordStall(WaitCause::kPrefetch);
     stage_since_ = now_;
-    stage_ = 2;
+    stage_ = 3;
   }
   const bool rebuild = StepIsRebuild();
   const int32_t tensor = rebuild ? s_.rebuilds.items[k_] : -1;
@@ -354,11 +376,11 @@ void Replay::FinishCompute() {
   stage_since_ = now_;
 }
 
-void Replay::StartCopy(Copy& copy, int32_t tensor,
-                       int64_t link_bytes_per_second, TimelineKind kind) {
-  const int64_t size = trace_.tensors[tensor].size_bytes;
+void Replay::StartCopy(Copy& copy, int32_t item, int64_t link_bytes_per_second,
+                       TimelineKind kind) {
+  const int64_t size = ItemBytes(trace_, item);
   copy.busy = true;
-  copy.tensor = tensor;
+  copy.tensor = item;
   copy.start = now_;
   copy.latency_end = now_ + hw_.transfer_latency_ns;
   if (rates_ == Rates::kShared) {
@@ -372,15 +394,18 @@ void Replay::StartCopy(Copy& copy, int32_t tensor,
     copy.end =
         now_ + TransferNs(size, link_bytes_per_second, hw_.transfer_latency_ns);
   }
-  copy.event = Record(kind, tensor, copy.end);
+  const int32_t num_tensors = trace_.num_tensors();
+  copy.event = item < num_tensors ? Record(kind, item, copy.end)
+                                  : Record(TimelineKind::kFixedTransfer,
+                                           item - num_tensors, copy.end);
 }
 
 void Replay::EndCopy(Copy& copy, int64_t link_bytes_per_second) {
   int64_t slowed = 0;
   if (physics()) {
     const int64_t alone =
-        TransferNs(trace_.tensors[copy.tensor].size_bytes,
-                   link_bytes_per_second, hw_.transfer_latency_ns);
+        TransferNs(ItemBytes(trace_, copy.tensor), link_bytes_per_second,
+                   hw_.transfer_latency_ns);
     slowed = now_ - copy.start - alone;
     result_.uplink_wait_ns += slowed;
   }
@@ -390,36 +415,41 @@ void Replay::EndCopy(Copy& copy, int64_t link_bytes_per_second) {
 
 void Replay::TryStartD2H() {
   if (d2h_.busy || next_offload_ >= s_.offload_order.size()) return;
-  const int32_t t = s_.offload_order[next_offload_];
-  if (ops_done_ <= trace_.tensors[t].producer_op) return;
-  StartCopy(d2h_, t, d2h_rate_, TimelineKind::kOffload);
+  const int32_t item = s_.offload_order[next_offload_];
+  if (ops_done_ <= ReadyOp(trace_, item)) return;
+  StartCopy(d2h_, item, d2h_rate_, TimelineKind::kOffload);
   if (rates_ != Rates::kShared) result_.d2h_busy_ns += d2h_.end - now_;
 }
 
 void Replay::FinishD2H() {
-  const int32_t t = s_.offload_order[next_offload_++];
+  const int32_t item = s_.offload_order[next_offload_++];
   if (rates_ == Rates::kShared) result_.d2h_busy_ns += now_ - d2h_.start;
   EndCopy(d2h_, hw_.d2h_bytes_per_second);
   ++offloads_done_;
-  offloaded_[t] = 1;
   if (projection_built_) {
-    // The projection may now count the forward copy's free.
-    projected_.Add(
-        s_.OpStep(trace_.tensors[t].last_forward_use) + 1 - projection_base_,
-        s_.num_steps - projection_base_, -trace_.tensors[t].size_bytes);
+    // The projection may now count the forward copy's (or source's) free.
+    projected_.Add(HeldFromStep(item) - projection_base_,
+                   s_.num_steps - projection_base_, -HeldBytes(item));
   }
+  if (item >= trace_.num_tensors()) {
+    Release(item);  // a fixed transfer's source
+    return;
+  }
+  offloaded_[item] = 1;
   last_offload_end_ = now_;
-  if (forward_done_[t]) Release(t);
+  if (forward_done_[item]) Release(item);
 }
 
 void Replay::TryStartH2D() {
   // Compute allocations are served first: no prefetch starts while the
   // compute stream waits for memory.
-  if (h2d_.busy || compute_waits_for_memory_ ||
-      next_prefetch_ >= s_.prefetch_order.size()) {
+  if (h2d_.busy || next_prefetch_ >= s_.prefetch_order.size()) return;
+  const int32_t t = s_.prefetch_order[next_prefetch_];
+  if (t >= trace_.num_tensors()) {
+    TryStartFixedH2D(t);
     return;
   }
-  const int32_t t = s_.prefetch_order[next_prefetch_];
+  if (compute_waits_for_memory_) return;
   const int64_t size = trace_.tensors[t].size_bytes;
   if (!offloaded_[t]) return;
   const bool issued = ops_done_ >= plan_.prefetch_issue_op[t];
@@ -443,6 +473,29 @@ void Replay::TryStartH2D() {
     }
   }
   StartCopy(h2d_, t, h2d_rate_, TimelineKind::kPrefetch);
+  if (rates_ != Rates::kShared) result_.h2d_busy_ns += h2d_.end - now_;
+}
+
+void Replay::TryStartFixedH2D(int32_t item) {
+  const FixedTransfer& x = trace_.fixed_transfers[item - trace_.num_tensors()];
+  if (ops_done_ <= x.after_op) return;
+  const int64_t bytes = x.gpu_bytes;
+  // (A transfer that holds no GPU memory cannot take any a step needs.)
+  if (bytes > 0) {
+    if (compute_waits_for_memory_) return;
+    if (!reserved_budget_ && resident_ + bytes > options_.budget_bytes) return;
+    if (!ProjectionAdmits(bytes)) return;
+    if (modelled_ && !AllocateModelled(item)) return;
+    Allocate(bytes);
+    if (projection_built_) {
+      const int32_t from = NextUnstartedStep();
+      const int32_t to = prefetch_deadline_[next_prefetch_];
+      if (from < to) {
+        projected_.Add(from - projection_base_, to - projection_base_, bytes);
+      }
+    }
+  }
+  StartCopy(h2d_, item, h2d_rate_, TimelineKind::kPrefetch);
   if (rates_ != Rates::kShared) result_.h2d_busy_ns += h2d_.end - now_;
 }
 
@@ -544,6 +597,14 @@ void Replay::RateCompute(int64_t copying) {
 void Replay::ReportInfeasible() {
   result_.feasible = false;
   Infeasibility& why = result_.infeasibility;
+  if (step_ == s_.num_steps) {
+    // (Cannot happen: after the last step every transfer can start.)
+    why.op = trace_.num_ops() - 1;
+    why.waiting_for = WaitCause::kFixedTransfer;
+    why.bytes_resident = resident_;
+    why.reason = "a transfer could not start after the last step";
+    return;
+  }
   why.op = op_;
   why.rebuild_tensor = StepIsRebuild() ? s_.rebuilds.items[k_] : -1;
   why.bytes_resident = resident_;
@@ -552,18 +613,33 @@ void Replay::ReportInfeasible() {
           ? absl::StrCat("the rebuild of tensor ", why.rebuild_tensor,
                          " before op ", op_)
           : absl::StrCat("op ", op_);
+  const int32_t num_tensors = trace_.num_tensors();
+  // The head of the H2D queue, as the messages name it.
+  auto head_name = [&](int32_t item) {
+    return item < num_tensors
+               ? absl::StrCat("tensor ", item)
+               : absl::StrCat("fixed transfer ", item - num_tensors);
+  };
   if (stage_ == 0) {
     why.waiting_for = WaitCause::kBarrier;
     why.reason = absl::StrCat(
         what, " waits at a per-layer barrier that no pending transfer ",
         "can release");
-  } else if (stage_ == 1) {
-    why.waiting_for = WaitCause::kPrefetch;
-    const int32_t head = s_.prefetch_order[next_prefetch_];
-    why.bytes_needed = trace_.tensors[head].size_bytes;
-    why.reason =
-        absl::StrCat(what, " waits for a prefetch; the next one (tensor ", head,
-                     ") needs ", why.bytes_needed, " bytes with ", Held());
+  } else if (stage_ == 1 || stage_ == 2) {
+    why.waiting_for =
+        stage_ == 1 ? WaitCause::kFixedTransfer : WaitCause::kPrefetch;
+    if (next_prefetch_ < s_.prefetch_order.size()) {
+      const int32_t head = s_.prefetch_order[next_prefetch_];
+      why.bytes_needed = HeldBytes(head);
+      why.reason = absl::StrCat(
+          what,
+          stage_ == 1 ? " waits for a fixed transfer" : " waits for a prefetch",
+          "; the next one on the H2D stream (", head_name(head), ") needs ",
+          why.bytes_needed, " bytes with ", Held());
+    } else {
+      why.reason =
+          absl::StrCat(what, " waits for a fixed transfer with ", Held());
+    }
   } else {
     why.waiting_for = WaitCause::kMemory;
     why.bytes_needed = compute_alloc_;
@@ -628,6 +704,11 @@ SimulationResult Replay::Run() {
 }
 
 SimulationResult Replay::Finish() {
+  if (result_.feasible && now_ > stage_since_) {
+    // Fixed transfers that outlast the compute stream: the iteration waits.
+    result_.fixed_transfer_wait_ns += now_ - stage_since_;
+    RecordStall(WaitCause::kFixedTransfer);
+  }
   result_.iteration_ns = now_;
   if (result_.feasible && now_ > 0) {
     result_.throughput_ratio =

@@ -83,7 +83,13 @@ class Replay {
     TryStartD2H();
     TryStartH2D();
   }
-  bool done() const { return step_ == s_.num_steps || !result_.feasible; }
+  // Every step has run and every transfer has ended (fixed transfers may
+  // outlast the compute stream), or the replay stopped infeasible.
+  bool done() const {
+    return (step_ == s_.num_steps && next_offload_ == s_.offload_order.size() &&
+            next_prefetch_ == s_.prefetch_order.size()) ||
+           !result_.feasible;
+  }
   int64_t now() const { return now_; }
   // The earliest local time something running ends or changes phase;
   // kNever when nothing runs.
@@ -143,6 +149,24 @@ class Replay {
   void TryStartCompute();
   void TryStartD2H();
   void TryStartH2D();
+  // The fixed H2D transfer `item` at the head of the queue.
+  void TryStartFixedH2D(int32_t item);
+  // The GPU bytes an item holds: a tensor's size, a fixed transfer's
+  // gpu_bytes.
+  int64_t HeldBytes(int32_t item) const {
+    const int32_t n = trace_.num_tensors();
+    return item < n ? trace_.tensors[item].size_bytes
+                    : trace_.fixed_transfers[item - n].gpu_bytes;
+  }
+  // For a D2H item: the first step whose start finds its memory resident
+  // only because its offload has not ended (after a tensor's last forward
+  // use, after a fixed transfer's after_op).
+  int32_t HeldFromStep(int32_t item) const {
+    const int32_t n = trace_.num_tensors();
+    const int32_t op = item < n ? trace_.tensors[item].last_forward_use
+                                : trace_.fixed_transfers[item - n].after_op;
+    return op < 0 ? 0 : s_.OpStep(op) + 1;
+  }
   void StartCopy(Copy& copy, int32_t tensor, int64_t link_bytes_per_second,
                  TimelineKind kind);
   // Time a transfer took beyond what it takes alone on its own link.
@@ -166,11 +190,11 @@ class Replay {
   // serve the requests within a reserved budget (then nothing is taken).
   // Called only with an allocator model.
   bool AllocateModelled(int32_t tensor);
-  void Release(int32_t tensor) {
-    resident_ -= trace_.tensors[tensor].size_bytes;
-    if (modelled_ && allocation_[tensor] >= 0) {
-      allocator_.Free(allocation_[tensor]);
-      allocation_[tensor] = -1;
+  void Release(int32_t item) {
+    resident_ -= HeldBytes(item);
+    if (modelled_ && allocation_[item] >= 0) {
+      allocator_.Free(allocation_[item]);
+      allocation_[item] = -1;
     }
   }
   // Records an event starting now; returns its index (for its end).
@@ -219,6 +243,8 @@ class Replay {
   // whose offload has not ended kept, and the prefetches started early
   // (before their deadline) resident up to it.
   const bool projection_on_;
+  // The trace has fixed transfers (the schedule's fixed_* fields are set).
+  const bool fixed_;
   std::vector<int32_t> prefetch_deadline_;
   bool projection_built_ = false;
   int32_t projection_base_ = 0;  // the step projected_ starts at
@@ -256,7 +282,8 @@ class Replay {
   int64_t compute_rate_ = kWorkScale;
   int64_t compute_since_ = 0;
   int64_t rated_copying_ = 0;  // the copy rate compute_rate_ is for
-  // 0: waiting for a barrier, 1: for inputs, 2: for memory.
+  // 0: waiting for a barrier, 1: for fixed transfers, 2: for inputs, 3: for
+  // memory.
   int stage_ = 0;
   int64_t stage_since_ = 0;
   bool compute_waits_for_memory_ = false;
@@ -279,7 +306,7 @@ class Replay {
   const bool modelled_;
   const bool reserved_budget_;
   CachingAllocatorModel allocator_;
-  std::vector<int32_t> allocation_;  // per tensor: its live copy's, or -1
+  std::vector<int32_t> allocation_;  // per item: its live copy's, or -1
   int32_t workspace_allocation_ = -1;
   std::vector<int64_t> requests_;
   std::vector<int32_t*> slots_;

@@ -37,6 +37,19 @@ class TinyTrace {
     t.recompute_inputs = recompute_inputs;
     return static_cast<int>(spec.tensors.size()) - 1;
   }
+  // A fixed transfer (-1: unset); returns its index.
+  int Fixed(Direction direction, int64_t size_bytes, int32_t after_op,
+            int32_t before_op, int64_t gpu_bytes = 0, int32_t release_op = -1) {
+    FixedTransferSpec& x = spec.fixed_transfers.emplace_back();
+    x.name = absl::StrCat("f", spec.fixed_transfers.size() - 1);
+    x.direction = direction;
+    x.size_bytes = size_bytes;
+    x.after_op = after_op;
+    x.before_op = before_op;
+    x.gpu_bytes = gpu_bytes;
+    x.release_op = release_op;
+    return static_cast<int>(spec.fixed_transfers.size()) - 1;
+  }
   slackswap::Trace Build() const {
     absl::StatusOr<slackswap::Trace> trace = ValidateTrace(spec);
     EXPECT_TRUE(trace.ok()) << trace.status();
@@ -119,6 +132,17 @@ inline void ExpectSameTrace(const Trace& a, const Trace& b) {
   EXPECT_TRUE(SameCsr(a.recompute_inputs, b.recompute_inputs));
   EXPECT_TRUE(SameCsr(a.recompute_dependents, b.recompute_dependents));
   EXPECT_EQ(a.recompute_topological_order, b.recompute_topological_order);
+  ASSERT_EQ(a.fixed_transfers.size(), b.fixed_transfers.size());
+  for (size_t i = 0; i < a.fixed_transfers.size(); ++i) {
+    const FixedTransfer& x = a.fixed_transfers[i];
+    const FixedTransfer& y = b.fixed_transfers[i];
+    EXPECT_EQ(x.direction, y.direction) << i;
+    EXPECT_EQ(x.size_bytes, y.size_bytes) << i;
+    EXPECT_EQ(x.after_op, y.after_op) << i;
+    EXPECT_EQ(x.before_op, y.before_op) << i;
+    EXPECT_EQ(x.gpu_bytes, y.gpu_bytes) << i;
+    EXPECT_EQ(x.release_op, y.release_op) << i;
+  }
   EXPECT_EQ(a.op_allocation_bytes, b.op_allocation_bytes);
   EXPECT_EQ(a.num_forward_ops, b.num_forward_ops);
   EXPECT_EQ(a.num_backward_ops, b.num_backward_ops);

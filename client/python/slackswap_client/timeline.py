@@ -87,6 +87,16 @@ def chrome_trace_json(trace, timeline, metrics, process_name):
             name, category, tid = "offload " + tensor_name(e.index), "offload", 2
         elif e.kind == kinds.Value("TIMELINE_EVENT_KIND_PREFETCH"):
             name, category, tid = "prefetch " + tensor_name(e.index), "prefetch", 3
+        elif e.kind == kinds.Value("TIMELINE_EVENT_KIND_FIXED_TRANSFER"):
+            # The job's own traffic, on its direction's track.
+            fixed = trace.fixed_transfers
+            known = 0 <= e.index < len(fixed)
+            x = fixed[e.index] if known else trace_pb2.FixedTransfer()
+            name = "fixed " + (x.name if known else f"transfer {e.index}")
+            category = "fixed"
+            tid = 3 if x.direction == trace_pb2.DIRECTION_H2D else 2
+            args = (f'"index":{e.index},"bytes":{x.size_bytes}'
+                    f',"gpu_bytes":{x.gpu_bytes}')
         elif e.kind == kinds.Value("TIMELINE_EVENT_KIND_STALL"):
             name, category = "stall: " + cause(e.wait_cause), "stall"
             args = (f'"op":{e.index},"op_name":{_quote(op_name(e.index))}'

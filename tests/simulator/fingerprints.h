@@ -26,7 +26,8 @@ inline std::string Fingerprint(const SimulationResult& r) {
   absl::StrAppend(&out, "iteration ", r.iteration_ns, " ideal ", r.ideal_ns,
                   " ratio ", r.throughput_ratio, "\n");
   absl::StrAppend(&out, "waits ", r.prefetch_wait_ns, " ", r.memory_wait_ns,
-                  " ", r.barrier_wait_ns, " recompute ", r.recompute_ns, "\n");
+                  " ", r.barrier_wait_ns, " ", r.fixed_transfer_wait_ns,
+                  " recompute ", r.recompute_ns, "\n");
   absl::StrAppend(&out, "bytes ", r.swapped_bytes, " ", r.recomputed_bytes, " ",
                   r.kept_bytes, " peak ", r.peak_resident_bytes, " budget ",
                   r.budget_bytes, " reserved ", r.peak_reserved_bytes,

@@ -13,6 +13,7 @@
 #include "simulator/workload.h"
 #include "tests/simulator/fingerprints.h"
 #include "tests/simulator/random_plans.h"
+#include "tests/simulator/timeline_checks.h"
 
 namespace slackswap {
 namespace {
@@ -50,91 +51,6 @@ bool ContentionFits(const Hardware& hw) {
          2 * (hw.d2h_bytes_per_second + hw.h2d_bytes_per_second);
 }
 
-// Checks every invariant that ties the timeline to the metrics.
-void CheckConsistency(const Trace& trace, const Plan& plan,
-                      const SimulationResult& r) {
-  const Schedule s = DeriveSchedule(trace, plan);
-  int64_t op_ns = 0, rebuild_ns = 0, d2h_ns = 0, h2d_ns = 0, compute_end = 0;
-  int64_t d2h_end = 0, h2d_end = 0;
-  std::vector<int32_t> offloads, prefetches;
-  std::vector<int64_t> op_start(trace.ops.size(), -1),
-      op_end(trace.ops.size(), -1);
-  std::vector<int64_t> prefetch_end(trace.tensors.size(), -1);
-  std::vector<int64_t> offload_end(trace.tensors.size(), -1);
-  int64_t stall_ns[4] = {0, 0, 0, 0};  // by WaitCause
-  for (const TimelineEvent& e : r.timeline) {
-    ASSERT_LE(e.resident_bytes, r.budget_bytes);
-    ASSERT_LE(e.start_ns, e.end_ns);
-    switch (e.kind) {
-      case TimelineKind::kOp:
-      case TimelineKind::kRebuild:
-        ASSERT_GE(e.start_ns, compute_end) << "compute steps overlap";
-        compute_end = e.end_ns;
-        if (e.kind == TimelineKind::kOp) {
-          op_ns += e.end_ns - e.start_ns;
-          op_start[e.index] = e.start_ns;
-          op_end[e.index] = e.end_ns;
-          // A backward op reading a swapped tensor starts after its prefetch.
-          for (int32_t t : trace.reads.Row(e.index)) {
-            if (plan.decisions[t] == Decision::kSwap &&
-                e.index >= trace.num_forward_ops) {
-              ASSERT_GE(prefetch_end[t], 0);
-              ASSERT_LE(prefetch_end[t], e.start_ns);
-            }
-          }
-        } else {
-          rebuild_ns += e.end_ns - e.start_ns;
-        }
-        break;
-      case TimelineKind::kOffload:
-        ASSERT_GE(e.start_ns, d2h_end) << "offloads overlap";
-        ASSERT_GE(e.start_ns, op_end[trace.tensors[e.index].producer_op]);
-        d2h_end = e.end_ns;
-        offload_end[e.index] = e.end_ns;
-        d2h_ns += e.end_ns - e.start_ns;
-        offloads.push_back(e.index);
-        break;
-      case TimelineKind::kStall:
-        // The compute stream was idle then: after its last step, before the
-        // next one.
-        ASSERT_GE(e.start_ns, compute_end) << "a stall overlaps compute";
-        ASSERT_LT(e.start_ns, e.end_ns);
-        stall_ns[static_cast<int>(e.cause)] += e.end_ns - e.start_ns;
-        break;
-      case TimelineKind::kPrefetch: {
-        ASSERT_GE(e.start_ns, h2d_end) << "prefetches overlap";
-        ASSERT_GE(e.start_ns, offload_end[e.index]);
-        const int32_t issue = plan.prefetch_issue_op[e.index];
-        ASSERT_GE(e.start_ns, op_end[issue - 1])
-            << "prefetch before its issue point";
-        h2d_end = e.end_ns;
-        prefetch_end[e.index] = e.end_ns;
-        h2d_ns += e.end_ns - e.start_ns;
-        prefetches.push_back(e.index);
-        break;
-      }
-    }
-  }
-  EXPECT_EQ(op_ns, trace.ideal_ns);
-  EXPECT_EQ(rebuild_ns, r.recompute_ns);
-  EXPECT_EQ(d2h_ns, r.d2h_busy_ns);
-  EXPECT_EQ(h2d_ns, r.h2d_busy_ns);
-  EXPECT_EQ(compute_end, r.iteration_ns);
-  EXPECT_EQ(offloads, s.offload_order);
-  EXPECT_EQ(prefetches, s.prefetch_order);
-  // The compute stream is always running or stalled, and each stall has one
-  // cause.
-  EXPECT_EQ(r.iteration_ns, r.ideal_ns + r.recompute_ns + r.stall_ns());
-  // The stall slices are the waits, cause by cause.
-  EXPECT_EQ(stall_ns[static_cast<int>(WaitCause::kNone)], 0);
-  EXPECT_EQ(stall_ns[static_cast<int>(WaitCause::kPrefetch)],
-            r.prefetch_wait_ns);
-  EXPECT_EQ(stall_ns[static_cast<int>(WaitCause::kMemory)], r.memory_wait_ns);
-  EXPECT_EQ(stall_ns[static_cast<int>(WaitCause::kBarrier)], r.barrier_wait_ns);
-  EXPECT_LE(r.peak_resident_bytes, r.budget_bytes);
-  EXPECT_EQ(r.forward_end_ns, op_end[trace.num_forward_ops - 1]);
-}
-
 TEST(EventModelPropertyTest, RandomPlansRespectTheBudgetAndMatchTheirTimeline) {
   std::mt19937_64 rng(20261130);
   int feasible = 0, infeasible = 0;
@@ -158,7 +74,7 @@ TEST(EventModelPropertyTest, RandomPlansRespectTheBudgetAndMatchTheirTimeline) {
       }
       ++feasible;
       SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
-      CheckConsistency(w.trace, plan, *r);
+      testing::CheckTimeline(w.trace, plan, *r);
     }
   }
   // The sweep must exercise both outcomes, or it proves little.

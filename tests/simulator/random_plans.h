@@ -15,7 +15,9 @@
 #include "simulator/plan.h"
 #include "simulator/schedule.h"
 #include "simulator/speed_scaling.h"
+#include "simulator/splitmix.h"
 #include "simulator/trace.h"
+#include "simulator/trace_spec.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 
@@ -47,15 +49,65 @@ inline Plan RandomPlan(const Trace& trace, bool barriers,
   return plan;
 }
 
+// Adds 0-6 random valid fixed transfers (trace.h) to `spec`, which must
+// have an operator: both directions; sizes from 1/4 to 4 times a random
+// tensor's (now and then 0 bytes); after_op and before_op anywhere they are
+// valid, each now and then unset; GPU bytes 0 about a third of the time,
+// else the size or a size of their own; an H2D copy holding bytes released
+// after an op in [before_op, ops), often before_op itself.
+inline void AddRandomFixedTransfers(TraceSpec& spec, SplitMix64& rng) {
+  const auto ops = static_cast<int32_t>(spec.operators.size());
+  const auto tensors = static_cast<int64_t>(spec.tensors.size());
+  auto comparable = [&] {
+    const int64_t base =
+        tensors == 0 ? 1 << 20
+                     : std::max<int64_t>(
+                           1, spec.tensors[rng.Int(0, tensors - 1)].size_bytes);
+    return static_cast<int64_t>(static_cast<double>(base) *
+                                std::exp((rng.Unit() - 0.5) * std::log(16.0)));
+  };
+  const int count = static_cast<int>(rng.Int(0, 6));
+  for (int i = 0; i < count; ++i) {
+    FixedTransferSpec& x = spec.fixed_transfers.emplace_back();
+    x.name = absl::StrCat("fixed", i);
+    x.direction = rng.Chance(50) ? Direction::kD2H : Direction::kH2D;
+    const bool d2h = x.direction == Direction::kD2H;
+    x.size_bytes = rng.Chance(5) ? 0 : comparable();
+    if (!rng.Chance(35))
+      x.gpu_bytes = rng.Chance(70) ? x.size_bytes : 1 + comparable();
+    // An H2D copy that holds bytes needs an op after its after_op to read it.
+    if (!d2h && ops < 2) x.gpu_bytes = 0;
+    const bool holds = x.gpu_bytes > 0;
+    if (d2h && holds) {
+      x.after_op = static_cast<int32_t>(rng.Int(0, ops - 1));
+    } else if (!rng.Chance(25)) {
+      const int32_t last = !d2h && holds ? ops - 2 : ops - 1;
+      x.after_op = static_cast<int32_t>(rng.Int(0, last));
+    }
+    const int32_t first = x.after_op + 1;
+    if (first < ops && ((!d2h && holds) || !rng.Chance(30)))
+      x.before_op = static_cast<int32_t>(rng.Int(first, ops - 1));
+    if (!d2h && holds) {
+      x.release_op = rng.Chance(40)
+                         ? x.before_op
+                         : static_cast<int32_t>(rng.Int(x.before_op, ops - 1));
+    }
+  }
+}
+
 struct Workload {
   std::string name;
   Trace trace;
   Hardware hardware;
 };
 
-// Every preset, cut to at most `max_layers` layers, on each of `gpus`.
+// Every preset, cut to at most `max_layers` layers, on each of `gpus`; with
+// a `fixed_seed`, each carries random fixed transfers drawn from it
+// (AddRandomFixedTransfers).
 inline std::vector<Workload> SmallWorkloads(
-    int max_layers, const std::vector<std::string>& gpus) {
+    int max_layers, const std::vector<std::string>& gpus,
+    uint64_t fixed_seed = 0) {
+  SplitMix64 fixed_rng(fixed_seed);
   std::vector<Workload> out;
   for (const std::string& preset : WorkloadPresetNames()) {
     for (const std::string& gpu : gpus) {
@@ -66,6 +118,7 @@ inline std::vector<Workload> SmallWorkloads(
       const Hardware hw = *HardwarePreset(gpu);
       absl::StatusOr<TraceSpec> generated = GenerateTrace(spec, hw);
       EXPECT_TRUE(generated.ok()) << generated.status();
+      if (fixed_seed != 0) AddRandomFixedTransfers(*generated, fixed_rng);
       out.push_back(
           {absl::StrCat(preset, "/", gpu), *ValidateTrace(*generated), hw});
     }

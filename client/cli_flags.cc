@@ -20,6 +20,9 @@ ABSL_FLAG(int32_t, layers, 0, "transformer layers (0: the preset's)");
 ABSL_FLAG(std::string, precision, "",
           "bf16, fp16 or fp32 (empty: the preset's)");
 ABSL_FLAG(std::string, attention, "", "flash or unfused (empty: the preset's)");
+ABSL_FLAG(std::string, offload, "none",
+          "host-link traffic the job makes itself, added to a generated "
+          "trace: none, zero, zero-dpu or fsdp-cpu (docs/workloads.md)");
 ABSL_FLAG(std::string, out, "",
           "generate: where to write the trace (.json: JSON, else binary)");
 ABSL_FLAG(std::string, hardware_out, "",

@@ -19,6 +19,7 @@ ABSL_DECLARE_FLAG(int64_t, seq);
 ABSL_DECLARE_FLAG(int32_t, layers);
 ABSL_DECLARE_FLAG(std::string, precision);
 ABSL_DECLARE_FLAG(std::string, attention);
+ABSL_DECLARE_FLAG(std::string, offload);
 ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(std::string, hardware_out);
 ABSL_DECLARE_FLAG(std::string, budget);

@@ -67,6 +67,13 @@ absl::StatusOr<v1::GenerateTraceRequest> GenerateRequestFromFlags() {
   } else if (!attention.empty()) {
     return absl::InvalidArgumentError("--attention must be flash or unfused");
   }
+  const std::optional<Offload> offload =
+      OffloadFromName(absl::GetFlag(FLAGS_offload));
+  if (!offload.has_value()) {
+    return absl::InvalidArgumentError(
+        "--offload must be none, zero, zero-dpu or fsdp-cpu");
+  }
+  if (*offload != Offload::kNone) r.set_offload(OffloadToProto(*offload));
   if (WorkloadPreset(r.workload_preset()).status().code() ==
       absl::StatusCode::kNotFound) {
     return WorkloadPreset(r.workload_preset()).status();

@@ -66,6 +66,15 @@ int Generate(Backend& backend) {
       static_cast<double>(s.forward_flops()), s.flops_per_saved_byte(),
       Millis(s.forward_ns()), Millis(s.ideal_ns()), 100 * s.hideable_fraction(),
       Gigabytes(response->hardware().d2h_bytes_per_second()));
+  if (response->trace().fixed_transfers_size() > 0) {
+    int64_t d2h = 0, h2d = 0;
+    for (const v1::FixedTransfer& x : response->trace().fixed_transfers())
+      (x.direction() == v1::DIRECTION_D2H ? d2h : h2d) += x.size_bytes();
+    std::cout << absl::StrFormat(
+        "fixed transfers    %d: %s D2H, %s H2D per iteration\n",
+        response->trace().fixed_transfers_size(), Gigabytes(d2h),
+        Gigabytes(h2d));
+  }
   if (!out.empty()) std::cout << "written to         " << out << "\n";
   return 0;
 }

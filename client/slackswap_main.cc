@@ -30,8 +30,11 @@ constexpr char kUsage[] =
 Usage:
   slackswap generate [--preset P] [--hardware H] [--batch N] [--seq N] [--layers N]
                      [--precision bf16|fp16|fp32] [--attention flash|unfused]
+                     [--offload none|zero|zero-dpu|fsdp-cpu]
                      [--out FILE] [--hardware_out FILE]
-      Build a trace from a model preset and print its summary.
+      Build a trace from a model preset and print its summary. --offload adds
+      the job's own host-link traffic (ZeRO-Offload, FSDP CPU offload); the
+      other commands take the same flags with --preset.
   slackswap simulate [--trace FILE | --preset P ...] [--hardware H] [--budget B]
                      [--policy ideal|all-keep|all-swap | --plan FILE] [--barriers]
                      [--json] [--plan_out FILE] [--timeline FILE [--timeline_name N]]

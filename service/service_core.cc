@@ -590,6 +590,8 @@ absl::StatusOr<v1::GenerateTraceResponse> ServiceCore::GenerateTrace(
     v.Add("precision", "unknown value");
   if (!v1::Attention_IsValid(request.attention()))
     v.Add("attention", "unknown value");
+  const std::optional<Offload> offload = OffloadFromProto(request.offload());
+  if (!offload.has_value()) v.Add("offload", "unknown value");
   SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
   if (request.batch() > 0) spec->batch = request.batch();
   if (request.sequence_length() > 0)
@@ -602,6 +604,7 @@ absl::StatusOr<v1::GenerateTraceResponse> ServiceCore::GenerateTrace(
   if (request.attention() == v1::ATTENTION_FLASH) spec->flash_attention = true;
   if (request.attention() == v1::ATTENTION_UNFUSED)
     spec->flash_attention = false;
+  spec->offload = *offload;
   absl::StatusOr<TraceSpec> trace = slackswap::GenerateTrace(*spec, *hardware);
   if (!trace.ok()) return RenameField(trace.status(), "workload", "");
   v1::GenerateTraceResponse response;

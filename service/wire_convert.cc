@@ -514,4 +514,27 @@ std::optional<Precision> PrecisionFromProto(int precision) {
   return std::nullopt;
 }
 
+v1::Offload OffloadToProto(Offload offload) {
+  switch (offload) {
+    case Offload::kNone:
+      return v1::OFFLOAD_NONE;
+    case Offload::kZero:
+      return v1::OFFLOAD_ZERO;
+    case Offload::kZeroDpu:
+      return v1::OFFLOAD_ZERO_DPU;
+    case Offload::kFsdpCpu:
+      return v1::OFFLOAD_FSDP_CPU;
+  }
+  return v1::OFFLOAD_UNSPECIFIED;
+}
+
+std::optional<Offload> OffloadFromProto(int offload) {
+  if (offload == v1::OFFLOAD_UNSPECIFIED) return Offload::kNone;
+  for (Offload o :
+       {Offload::kNone, Offload::kZero, Offload::kZeroDpu, Offload::kFsdpCpu}) {
+    if (offload == OffloadToProto(o)) return o;
+  }
+  return std::nullopt;
+}
+
 }  // namespace slackswap

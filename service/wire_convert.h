@@ -89,6 +89,11 @@ v1::TraceSummary TraceSummaryToProto(const TraceSummary& summary);
 v1::Precision PrecisionToProto(Precision precision);
 std::optional<Precision> PrecisionFromProto(int precision);
 
+// The generator's offload mode on the wire and back; OFFLOAD_UNSPECIFIED
+// gives Offload::kNone, unknown values nullopt.
+v1::Offload OffloadToProto(Offload offload);
+std::optional<Offload> OffloadFromProto(int offload);
+
 }  // namespace slackswap
 
 #endif  // SLACKSWAP_SERVICE_WIRE_CONVERT_H_

@@ -602,6 +602,7 @@ absl::StatusOr<TraceSpec> GenerateTrace(const WorkloadSpec& spec,
              why);
     return over.ToStatus();
   }
+  SLACKSWAP_RETURN_IF_ERROR(AddOffloadTraffic(spec, trace));
   std::string name = absl::StrCat(spec.preset.empty() ? "custom" : spec.preset,
                                   " batch ", spec.batch);
   if (spec.family != ModelFamily::kVgg16) {
@@ -610,6 +611,8 @@ absl::StatusOr<TraceSpec> GenerateTrace(const WorkloadSpec& spec,
   }
   absl::StrAppend(&name, " ", PrecisionName(spec.precision),
                   spec.flash_attention ? " flash" : "", " on ", hardware.name);
+  if (spec.offload != Offload::kNone)
+    absl::StrAppend(&name, " offload ", OffloadName(spec.offload));
   trace.name = name.substr(0, kMaxNameBytes);
   // The estimate above keeps the build bounded; the built size decides.
   if (const int64_t bytes = SerializedBytes(trace);

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "simulator/hardware.h"
+#include "simulator/offload_traffic.h"
 #include "simulator/trace_spec.h"
 
 namespace slackswap {
@@ -61,6 +62,8 @@ struct WorkloadSpec {
   int64_t image_size = 224;     // VGG-16
   Precision precision = Precision::kBf16;
   bool flash_attention = true;
+  // Host-link traffic the job makes itself (offload_traffic.h).
+  Offload offload = Offload::kNone;
 };
 
 // Names accepted by WorkloadPreset: "bert-large", "gpt2-xl", "llama-7b",

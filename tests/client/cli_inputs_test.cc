@@ -2,6 +2,7 @@
 #include "client/cli_inputs.h"
 
 #include <cmath>
+#include <string>
 
 #include "absl/flags/flag.h"
 #include "client/cli_flags.h"
@@ -83,6 +84,36 @@ TEST(PrecisionTest, NamesAndWireValuesMapBothWays) {
   EXPECT_FALSE(PrecisionFromName("int8").has_value());
   EXPECT_FALSE(PrecisionFromProto(v1::PRECISION_UNSPECIFIED).has_value());
   EXPECT_FALSE(PrecisionFromProto(99).has_value());
+}
+
+TEST(OffloadTest, NamesAndWireValuesMapBothWays) {
+  for (Offload o :
+       {Offload::kNone, Offload::kZero, Offload::kZeroDpu, Offload::kFsdpCpu}) {
+    EXPECT_EQ(OffloadFromName(OffloadName(o)), o);
+    EXPECT_EQ(OffloadFromProto(OffloadToProto(o)), o);
+    EXPECT_NE(OffloadToProto(o), v1::OFFLOAD_UNSPECIFIED);
+  }
+  EXPECT_EQ(OffloadToProto(Offload::kZeroDpu), v1::OFFLOAD_ZERO_DPU);
+  EXPECT_EQ(OffloadToProto(Offload::kFsdpCpu), v1::OFFLOAD_FSDP_CPU);
+  EXPECT_EQ(OffloadFromProto(v1::OFFLOAD_UNSPECIFIED), Offload::kNone);
+  EXPECT_FALSE(OffloadFromProto(99).has_value());
+}
+
+// The flag goes into the generator's request; an unknown mode names it.
+TEST(OffloadTest, FlagSetsTheRequestOrNamesItself) {
+  absl::SetFlag(&FLAGS_offload, std::string("fsdp-cpu"));
+  absl::StatusOr<v1::GenerateTraceRequest> request = GenerateRequestFromFlags();
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->offload(), v1::OFFLOAD_FSDP_CPU);
+  absl::SetFlag(&FLAGS_offload, std::string("none"));
+  request = GenerateRequestFromFlags();
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->offload(), v1::OFFLOAD_UNSPECIFIED);
+  absl::SetFlag(&FLAGS_offload, std::string("zero-3"));
+  request = GenerateRequestFromFlags();
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(request.status().message().find("--offload"), std::string::npos);
+  absl::SetFlag(&FLAGS_offload, std::string("none"));
 }
 
 }  // namespace

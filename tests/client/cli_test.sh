@@ -50,6 +50,17 @@ check "generate json" test "$(exit_code "$cli" generate --layers 4 --out "$work/
 check "generate prints the hideable fraction" grep -q "hideable fraction" "$work/out"
 check "generate binary" test "$(exit_code "$cli" generate --layers 4 --out "$work/t.pb")" = 0
 check "trace json has operators" test "$(json_get "$work/t.json" "len(d['operators'])")" -gt 50
+check "no --offload, no fixed transfers" test \
+  "$(json_get "$work/t.json" "len(d.get('fixed_transfers', []))")" = 0
+
+# An unknown --offload mode is refused, naming the flag, by every command that
+# generates.
+check "bad --offload exits 2" test "$(exit_code "$cli" generate --offload bogus)" = 2
+check "bad --offload names the flag" grep -q -- "--offload" "$work/err"
+check "simulate refuses a bad --offload too" test \
+  "$(exit_code "$cli" simulate --preset gpt2-xl --offload zero3)" = 2
+check "simulate's refusal names the flag" grep -q -- "--offload" "$work/err"
+
 "$cli" simulate --trace "$work/t.json" --hardware "$work/hw.json" --policy all-swap \
   --budget 0.5 --json >"$work/m_json.json"
 "$cli" simulate --trace "$work/t.pb" --policy all-swap --budget 50% --json >"$work/m_pb.json"

@@ -179,6 +179,12 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
   const grpc::Status no_hardware =
       stub_->GenerateTrace(&cg2, generate, &generated);
   ExpectInvalidField(no_hardware, "hardware_preset");
+  // So is an offload mode outside the enum.
+  generate.set_hardware_preset("a100");
+  generate.set_offload(static_cast<v1::Offload>(99));
+  grpc::ClientContext cg3;
+  ExpectInvalidField(stub_->GenerateTrace(&cg3, generate, &generated),
+                     "offload");
 
   v1::SimulateRequest simulate;
   *simulate.mutable_trace() = PlanRequest(0.5).trace();

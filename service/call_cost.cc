@@ -20,6 +20,10 @@ namespace {
 constexpr int64_t kMemoryPerOperator = 320;
 constexpr int64_t kMemoryPerTensor = 480;
 constexpr int64_t kMemoryPerRelation = 32;
+// A fixed transfer: its decoded view and compact form, and its entries in
+// the schedule's queues and requirements (an estimate from the arrays'
+// sizes; in a replay each counts as a tensor).
+constexpr int64_t kMemoryPerFixedTransfer = 256;
 // A genetic search also holds its population (twice: parents and children)
 // and a schedule per thread.
 constexpr int64_t kSearchMemoryPerTensor = 640;
@@ -44,7 +48,8 @@ constexpr int64_t kAllocatorMemoryPerTensor = 160;
 int64_t Elements(const Trace& trace) {
   return int64_t{trace.num_ops()} + trace.num_tensors() +
          static_cast<int64_t>(trace.uses.items.size()) +
-         static_cast<int64_t>(trace.recompute_inputs.items.size());
+         static_cast<int64_t>(trace.recompute_inputs.items.size()) +
+         trace.num_fixed_transfers();
 }
 
 std::string Mebibytes(int64_t bytes) {
@@ -76,10 +81,11 @@ int64_t ReplayMemoryBytes(int64_t operators, int64_t tensors, bool timeline,
   return bytes;
 }
 
-int64_t TraceMemoryBytes(int64_t operators, int64_t tensors,
-                         int64_t relations) {
+int64_t TraceMemoryBytes(int64_t operators, int64_t tensors, int64_t relations,
+                         int64_t fixed_transfers) {
   return kMemoryPerOperator * operators + kMemoryPerTensor * tensors +
-         kMemoryPerRelation * relations;
+         kMemoryPerRelation * relations +
+         kMemoryPerFixedTransfer * fixed_transfers;
 }
 
 CallCost EstimatePolicyCost(const Trace& trace, const Hardware& hardware,
@@ -91,11 +97,13 @@ CallCost EstimatePolicyCost(const Trace& trace, const Hardware& hardware,
   const int64_t gpus = GpusReplayedAtOnce(hardware, options.physics);
   CallCost cost;
   cost.memory_bytes =
-      TraceMemoryBytes(trace.num_ops(), trace.num_tensors(), relations) +
-      gpus *
-          ReplayMemoryBytes(trace.num_ops(), trace.num_tensors(),
-                            timeline || policy != Policy::kIdeal,
-                            options.physics.allocator != AllocatorKind::kNone);
+      TraceMemoryBytes(trace.num_ops(), trace.num_tensors(), relations,
+                       trace.num_fixed_transfers()) +
+      gpus * ReplayMemoryBytes(
+                 trace.num_ops(),
+                 int64_t{trace.num_tensors()} + trace.num_fixed_transfers(),
+                 timeline || policy != Policy::kIdeal,
+                 options.physics.allocator != AllocatorKind::kNone);
   if (InfoOf(policy).population_search) {
     cost.memory_bytes += kSearchMemoryPerTensor * trace.num_tensors() +
                          kSearchMemoryPerElement * Elements(trace);

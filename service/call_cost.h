@@ -30,9 +30,9 @@ struct CallLimits {
   // RESOURCE_EXHAUSTED naming "trace".
   int64_t max_memory_bytes = 0;
   // Work a call may ask for, in replays of the trace times its elements
-  // (operators + tensors + uses + recompute inputs): budgets x policies x the
-  // replays each policy may make. Over it: RESOURCE_EXHAUSTED naming the
-  // field that multiplies it.
+  // (operators + tensors + uses + recompute inputs + fixed transfers):
+  // budgets x policies x the replays each policy may make. Over it:
+  // RESOURCE_EXHAUSTED naming the field that multiplies it.
   int64_t max_work = 0;
 };
 
@@ -47,8 +47,10 @@ struct CallCost {
 // The memory estimate's parts (docs/service.md, "Limits"): a decoded trace of
 // these sizes with the working set of one policy's planning on one GPU, and
 // each GPU's replay held at once (with its timeline and the caching
-// allocator's state when the call has them).
-int64_t TraceMemoryBytes(int64_t operators, int64_t tensors, int64_t relations);
+// allocator's state when the call has them; a fixed transfer counts as a
+// tensor there).
+int64_t TraceMemoryBytes(int64_t operators, int64_t tensors, int64_t relations,
+                         int64_t fixed_transfers);
 int64_t ReplayMemoryBytes(int64_t operators, int64_t tensors, bool timeline,
                           bool allocator);
 

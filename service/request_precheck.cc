@@ -34,7 +34,7 @@ absl::Status ServiceCore::CheckTraceBytes(absl::string_view message,
                                           int trace_field,
                                           absl::string_view field_path,
                                           int64_t& held_bytes) const {
-  int64_t operators = 0, tensors = 0, relations = 0;
+  int64_t operators = 0, tensors = 0, relations = 0, fixed_transfers = 0;
   bool readable = true;
   readable &= ForEachLengthDelimited(
       message, trace_field, [&](absl::string_view trace) {
@@ -42,6 +42,11 @@ absl::Status ServiceCore::CheckTraceBytes(absl::string_view message,
             trace, v1::Trace::kOperatorsFieldNumber, WireElement::kMessage);
         readable &= ops.has_value();
         operators += ops.value_or(0);
+        const std::optional<int64_t> fixed =
+            CountElements(trace, v1::Trace::kFixedTransfersFieldNumber,
+                          WireElement::kMessage);
+        readable &= fixed.has_value();
+        fixed_transfers += fixed.value_or(0);
         readable &= ForEachLengthDelimited(
             trace, v1::Trace::kTensorsFieldNumber,
             [&](absl::string_view tensor) {
@@ -75,10 +80,16 @@ absl::Status ServiceCore::CheckTraceBytes(absl::string_view message,
                      " uses and recompute inputs in all, above the limit of ",
                      kMaxRelations));
   }
+  if (fixed_transfers > kMaxFixedTransfers) {
+    return TooLargeField(
+        absl::StrCat(field_path, ".fixed_transfers"),
+        absl::StrCat(fixed_transfers, " fixed transfers, above the limit of ",
+                     kMaxFixedTransfers));
+  }
   const int64_t memory =
-      TraceMemoryBytes(operators, tensors, relations) +
-      ReplayMemoryBytes(operators, tensors, /*timeline=*/false,
-                        /*allocator=*/false);
+      TraceMemoryBytes(operators, tensors, relations, fixed_transfers) +
+      ReplayMemoryBytes(operators, tensors + fixed_transfers,
+                        /*timeline=*/false, /*allocator=*/false);
   held_bytes = SaturatingPlus(held_bytes, memory);
   if (limits_.max_memory_bytes > 0 && held_bytes > limits_.max_memory_bytes) {
     return TooLargeField(

@@ -17,12 +17,20 @@ struct ProtoForm {
   static std::optional<OpKind> KindOf(const Operator& op) {
     return KindFromProto(op.kind());
   }
+  template <typename FixedTransfer>
+  static std::optional<Direction> DirectionOf(const FixedTransfer& x) {
+    return DirectionFromProto(x.direction());
+  }
 };
 
 static_assert(static_cast<int>(OpKind::kMatmul) == v1::OP_KIND_MATMUL &&
                   static_cast<int>(OpKind::kOptimizer) == v1::OP_KIND_OPTIMIZER,
               "the wire numbers 1 to 10 are the internal kinds from kMatmul "
               "on; other is 11 on the wire (and unspecified, 0, reads as it)");
+static_assert(static_cast<int>(Direction::kD2H) + 1 == v1::DIRECTION_D2H &&
+                  static_cast<int>(Direction::kH2D) + 1 == v1::DIRECTION_H2D,
+              "the wire numbers of the directions are the internal ones + 1 "
+              "(simulator/trace_spec.cc counts them so)");
 
 }  // namespace
 
@@ -66,6 +74,23 @@ v1::OpKind KindToProto(OpKind kind) {
              : static_cast<v1::OpKind>(static_cast<int>(kind));
 }
 
+std::optional<Direction> DirectionFromProto(v1::Direction direction) {
+  switch (direction) {
+    case v1::DIRECTION_D2H:
+      return Direction::kD2H;
+    case v1::DIRECTION_H2D:
+      return Direction::kH2D;
+    default:
+      return std::nullopt;
+  }
+}
+
+// An invalid direction (a value outside the enum) stays invalid on the wire,
+// as SerializedBytes (trace_spec.h) counts it.
+v1::Direction DirectionToProto(Direction direction) {
+  return static_cast<v1::Direction>(static_cast<int>(direction) + 1);
+}
+
 absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto) {
   return trace_validation::Validate<ProtoForm>(proto);
 }
@@ -103,6 +128,18 @@ v1::Trace TraceSpecToProto(const TraceSpec& spec) {
                                          t.recompute_inputs.end());
     out->set_swap_forbidden(t.swap_forbidden);
     out->set_recompute_forbidden(t.recompute_forbidden);
+  }
+  proto.mutable_fixed_transfers()->Reserve(
+      static_cast<int>(spec.fixed_transfers.size()));
+  for (const FixedTransferSpec& x : spec.fixed_transfers) {
+    v1::FixedTransfer* out = proto.add_fixed_transfers();
+    out->set_name(x.name);
+    out->set_direction(DirectionToProto(x.direction));
+    out->set_size_bytes(x.size_bytes);
+    if (x.after_op != -1) out->set_after_op(x.after_op);
+    if (x.before_op != -1) out->set_before_op(x.before_op);
+    out->set_gpu_bytes(x.gpu_bytes);
+    if (x.release_op != -1) out->set_release_op(x.release_op);
   }
   return proto;
 }

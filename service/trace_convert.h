@@ -31,15 +31,17 @@ absl::StatusOr<Trace> TraceFromProto(const v1::Trace& proto);
 std::optional<absl::StatusOr<Trace>> TraceFromWire(absl::string_view bytes);
 
 // The wire form of a generated trace, field for field (OpKind::kOther is
-// OP_KIND_OTHER).
+// OP_KIND_OTHER; a fixed transfer's index of -1 is left unset).
 v1::Trace TraceSpecToProto(const TraceSpec& spec);
 
 // The enums of the wire form, mapped once each way (unknown wire values give
 // nullopt).
 std::optional<Phase> PhaseFromProto(v1::Phase phase);
 std::optional<OpKind> KindFromProto(v1::OpKind kind);
+std::optional<Direction> DirectionFromProto(v1::Direction direction);
 v1::Phase PhaseToProto(Phase phase);
 v1::OpKind KindToProto(OpKind kind);
+v1::Direction DirectionToProto(Direction direction);
 
 }  // namespace slackswap
 

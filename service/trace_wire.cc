@@ -127,6 +127,42 @@ bool DecodeTensor(absl::string_view bytes, std::vector<int32_t>& ints,
   return true;
 }
 
+// FixedTransfer's fields 1 to 7, its indices with their presence (a field
+// on the wire, zero included: proto3's optional); later fields are skipped.
+using Fx = v1::FixedTransfer;
+constexpr uint32_t kLastFixedTransferField = 7;
+static_assert(Fx::kReleaseOpFieldNumber == kLastFixedTransferField,
+              "the table covers every integer field of FixedTransfer");
+bool DecodeFixedTransfer(absl::string_view bytes, WireFixedTransfer& x) {
+  CanonicalReader in(bytes);
+  uint64_t values[kLastFixedTransferField + 1] = {};
+  bool seen[kLastFixedTransferField + 1] = {};
+  uint32_t field = 0;
+  uint32_t wire_type = 0;
+  while (!in.done()) {
+    if (!in.Tag(field, wire_type)) return false;
+    if (field == Fx::kNameFieldNumber) {
+      if (wire_type != kLengthDelimited || !in.Name(x.name_)) return false;
+    } else if (field > kLastFixedTransferField) {
+      if (!in.Skip(field, wire_type)) return false;
+    } else if (wire_type != kVarint || !in.Varint(values[field])) {
+      return false;
+    } else {
+      seen[field] = true;
+    }
+  }
+  x.direction_ = Low32(values[Fx::kDirectionFieldNumber]);
+  x.size_bytes_ = static_cast<int64_t>(values[Fx::kSizeBytesFieldNumber]);
+  x.after_op_ = Low32(values[Fx::kAfterOpFieldNumber]);
+  x.has_after_op_ = seen[Fx::kAfterOpFieldNumber];
+  x.before_op_ = Low32(values[Fx::kBeforeOpFieldNumber]);
+  x.has_before_op_ = seen[Fx::kBeforeOpFieldNumber];
+  x.gpu_bytes_ = static_cast<int64_t>(values[Fx::kGpuBytesFieldNumber]);
+  x.release_op_ = Low32(values[Fx::kReleaseOpFieldNumber]);
+  x.has_release_op_ = seen[Fx::kReleaseOpFieldNumber];
+  return true;
+}
+
 }  // namespace
 
 bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace) {
@@ -155,6 +191,14 @@ bool DecodeWireTrace(absl::string_view bytes, WireTrace& trace) {
             trace.tensors_.size() > static_cast<size_t>(kMaxTensors) ||
             trace.ints_.size() > static_cast<size_t>(kMaxRelations) ||
             !DecodeTensor(payload, trace.ints_, trace.tensors_.emplace_back()))
+          return false;
+        break;
+      case Tr::kFixedTransfersFieldNumber:
+        if (!in.Bytes(payload) ||
+            trace.fixed_transfers_.size() >
+                static_cast<size_t>(kMaxFixedTransfers) ||
+            !DecodeFixedTransfer(payload,
+                                 trace.fixed_transfers_.emplace_back()))
           return false;
         break;
       default:

@@ -77,6 +77,33 @@ struct WireTensor {
   int recompute_inputs_count_ = 0;
 };
 
+// The optional indices keep their presence, as the generated has_*() do.
+struct WireFixedTransfer {
+  absl::string_view name() const { return name_; }
+  v1::Direction direction() const {
+    return static_cast<v1::Direction>(direction_);
+  }
+  int64_t size_bytes() const { return size_bytes_; }
+  bool has_after_op() const { return has_after_op_; }
+  int32_t after_op() const { return after_op_; }
+  bool has_before_op() const { return has_before_op_; }
+  int32_t before_op() const { return before_op_; }
+  int64_t gpu_bytes() const { return gpu_bytes_; }
+  bool has_release_op() const { return has_release_op_; }
+  int32_t release_op() const { return release_op_; }
+
+  absl::string_view name_;
+  int32_t direction_ = 0;
+  int64_t size_bytes_ = 0;
+  int32_t after_op_ = 0;
+  int32_t before_op_ = 0;
+  int64_t gpu_bytes_ = 0;
+  int32_t release_op_ = 0;
+  bool has_after_op_ = false;
+  bool has_before_op_ = false;
+  bool has_release_op_ = false;
+};
+
 // Names point into the decoded bytes, which must outlive the view.
 struct WireTrace {
   absl::string_view name() const { return name_; }
@@ -84,11 +111,18 @@ struct WireTrace {
   const WireOperator& operators(int i) const { return operators_[i]; }
   int tensors_size() const { return static_cast<int>(tensors_.size()); }
   const WireTensor& tensors(int i) const { return tensors_[i]; }
+  int fixed_transfers_size() const {
+    return static_cast<int>(fixed_transfers_.size());
+  }
+  const WireFixedTransfer& fixed_transfers(int i) const {
+    return fixed_transfers_[i];
+  }
 
   absl::string_view name_;
   std::vector<WireOperator> operators_;
   std::vector<WireTensor> tensors_;
   std::vector<int32_t> ints_;
+  std::vector<WireFixedTransfer> fixed_transfers_;
 };
 
 // Decodes `bytes` (a serialized slackswap.v1.Trace) into `trace`, in one pass

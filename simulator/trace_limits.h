@@ -15,6 +15,9 @@ namespace slackswap {
 // 500 tensors; the limits leave room for traces thousands of times larger.
 inline constexpr int kMaxOperators = 1 << 22;
 inline constexpr int kMaxTensors = 1 << 22;
+// A job's own host-link transfers (ZeRO-Offload, FSDP CPU offload): a few
+// per parameter group and layer.
+inline constexpr int kMaxFixedTransfers = 1 << 22;
 inline constexpr int64_t kMaxRelations = int64_t{1}
                                          << 24;  // uses + recompute inputs
 inline constexpr size_t kMaxNameBytes = 256;

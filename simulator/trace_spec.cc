@@ -3,8 +3,8 @@
 namespace slackswap {
 namespace {
 
-// Every field number of slackswap.v1.Trace, Operator and Tensor is below 16:
-// each tag takes one byte.
+// Every field number of slackswap.v1.Trace, Operator, Tensor and
+// FixedTransfer is below 16: each tag takes one byte.
 constexpr int64_t kTag = 1;
 
 int64_t VarintBytes(uint64_t value) {
@@ -40,10 +40,22 @@ int64_t PackedField(const std::vector<int32_t>& values) {
 
 int64_t BoolField(bool value) { return value ? kTag + 1 : 0; }
 
+// An optional int32 field: written when set (-1 in a spec is unset), zero
+// included.
+int64_t OptionalIntField(int32_t value) {
+  return value == -1
+             ? 0
+             : kTag + VarintBytes(static_cast<uint64_t>(int64_t{value}));
+}
+
 // The wire enums' numbers: phases from 1, kinds from 1 with "other" last.
 int64_t PhaseNumber(Phase phase) { return static_cast<int64_t>(phase) + 1; }
 int64_t KindNumber(OpKind kind) {
   return kind == OpKind::kOther ? 11 : static_cast<int64_t>(kind);
+}
+// Directions from 1 (DIRECTION_D2H, DIRECTION_H2D).
+int64_t DirectionNumber(Direction direction) {
+  return static_cast<int64_t>(direction) + 1;
 }
 
 }  // namespace
@@ -64,6 +76,14 @@ int64_t SerializedBytes(const TraceSpec& spec) {
         PackedField(t.use_ops) + IntField(t.recompute_duration_ns) +
         PackedField(t.recompute_inputs) + BoolField(t.swap_forbidden) +
         BoolField(t.recompute_forbidden);
+    bytes += Delimited(payload);
+  }
+  for (const FixedTransferSpec& x : spec.fixed_transfers) {
+    const int64_t payload =
+        StringField(x.name) + IntField(DirectionNumber(x.direction)) +
+        IntField(x.size_bytes) + OptionalIntField(x.after_op) +
+        OptionalIntField(x.before_op) + IntField(x.gpu_bytes) +
+        OptionalIntField(x.release_op);
     bytes += Delimited(payload);
   }
   return bytes;

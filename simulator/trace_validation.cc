@@ -110,6 +110,10 @@ absl::Status FinishTrace(std::vector<std::pair<int32_t, int32_t>>& use_pairs,
   trace.produces = Csr::FromPairs(num_ops, reversed);
 
   SLACKSWAP_RETURN_IF_ERROR(OrderRecomputeGraph(trace));
+  // Each operator's allocation is its workspace, the tensors it produces and
+  // the sources of the D2H fixed transfers that start after it: each sum is
+  // at most 2^60 (the workspaces' here, the others' in validation), so no
+  // allocation, nor any sum of them, passes 3 * 2^60.
   int64_t workspace_sum = 0;
   trace.op_allocation_bytes.resize(trace.ops.size());
   for (int32_t o = 0; o < num_ops; ++o) {
@@ -121,6 +125,10 @@ absl::Status FinishTrace(std::vector<std::pair<int32_t, int32_t>>& use_pairs,
       return InvalidField("trace.operators",
                           "workspace sizes sum to more than 2^60 bytes");
     }
+  }
+  for (const FixedTransfer& x : trace.fixed_transfers) {
+    if (x.direction == Direction::kD2H && x.gpu_bytes > 0)
+      trace.op_allocation_bytes[x.after_op] += x.gpu_bytes;
   }
   return absl::OkStatus();
 }
@@ -156,17 +164,39 @@ struct SpecTensor {
   bool recompute_forbidden() const { return t.recompute_forbidden; }
 };
 
+// -1 is unset, as in FixedTransfer (trace.h); the message's optional fields.
+struct SpecFixedTransfer {
+  const FixedTransferSpec& x;
+  absl::string_view name() const { return x.name; }
+  int64_t size_bytes() const { return x.size_bytes; }
+  bool has_after_op() const { return x.after_op != -1; }
+  int32_t after_op() const { return x.after_op; }
+  bool has_before_op() const { return x.before_op != -1; }
+  int32_t before_op() const { return x.before_op; }
+  int64_t gpu_bytes() const { return x.gpu_bytes; }
+  bool has_release_op() const { return x.release_op != -1; }
+  int32_t release_op() const { return x.release_op; }
+};
+
 struct SpecTrace {
   const TraceSpec& spec;
   absl::string_view name() const { return spec.name; }
   // Counts past the int range are reported as over the limits.
-  int operators_size() const { return Count(spec.operators.size()); }
+  int operators_size() const {
+    return Count(spec.operators.size(), kMaxOperators);
+  }
   SpecOperator operators(int i) const { return {spec.operators[i]}; }
-  int tensors_size() const { return Count(spec.tensors.size()); }
+  int tensors_size() const { return Count(spec.tensors.size(), kMaxTensors); }
   SpecTensor tensors(int i) const { return {spec.tensors[i]}; }
+  int fixed_transfers_size() const {
+    return Count(spec.fixed_transfers.size(), kMaxFixedTransfers);
+  }
+  SpecFixedTransfer fixed_transfers(int i) const {
+    return {spec.fixed_transfers[i]};
+  }
 
-  static int Count(size_t n) {
-    return static_cast<int>(std::min<size_t>(n, kMaxOperators + size_t{1}));
+  static int Count(size_t n, int limit) {
+    return static_cast<int>(std::min<size_t>(n, limit + size_t{1}));
   }
 };
 
@@ -184,6 +214,14 @@ struct SpecForm {
     if (static_cast<int>(op.op.kind) > static_cast<int>(OpKind::kOptimizer))
       return std::nullopt;
     return op.op.kind;
+  }
+  static std::optional<Direction> DirectionOf(const SpecFixedTransfer& x) {
+    switch (x.x.direction) {
+      case Direction::kD2H:
+      case Direction::kH2D:
+        return x.x.direction;
+    }
+    return std::nullopt;
   }
 };
 

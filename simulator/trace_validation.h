@@ -61,7 +61,8 @@ bool AddBounded(int64_t& sum, int64_t value);
 
 // The CSR relations from the (tensor, op) use pairs and (tensor, input)
 // recompute pairs, the recompute order (a cycle names its field), and each
-// operator's allocation.
+// operator's allocation (with the sources of the D2H fixed transfers in
+// `trace.fixed_transfers` after it).
 absl::Status FinishTrace(std::vector<std::pair<int32_t, int32_t>>& use_pairs,
                          std::vector<std::pair<int32_t, int32_t>>& input_pairs,
                          Trace& trace);
@@ -70,6 +71,7 @@ absl::Status FinishTrace(std::vector<std::pair<int32_t, int32_t>>& use_pairs,
 // does not define):
 //   static std::optional<Phase> PhaseOf(const Operator&);
 //   static std::optional<OpKind> KindOf(const Operator&);
+//   static std::optional<Direction> DirectionOf(const FixedTransfer&);
 template <typename Form, typename TraceLike>
 void CheckOperators(const TraceLike& in, Trace& trace, FieldViolations& v) {
   const int n = in.operators_size();
@@ -133,14 +135,15 @@ void CheckOperators(const TraceLike& in, Trace& trace, FieldViolations& v) {
 
 // Checks the tensors against the operators as converted, even where those
 // had violations (an invalid phase reads as forward), so that one answer
-// names the problems of both; builds the relations only when there are none.
+// names the problems of both; collects the (tensor, op) use pairs and the
+// (tensor, input) recompute pairs for FinishTrace.
 template <typename TraceLike>
-absl::Status CheckTensors(const TraceLike& in, Trace& trace,
-                          FieldViolations& v) {
+void CheckTensors(const TraceLike& in, Trace& trace, FieldViolations& v,
+                  std::vector<std::pair<int32_t, int32_t>>& use_pairs,
+                  std::vector<std::pair<int32_t, int32_t>>& input_pairs) {
   const int n = in.tensors_size();
   const int num_ops = trace.num_ops();
   trace.tensors.resize(n);
-  std::vector<std::pair<int32_t, int32_t>> use_pairs, input_pairs;
   bool sum_reported = false;
   for (int i = 0; i < n && !v.full(); ++i) {
     const auto& tp = in.tensors(i);
@@ -223,12 +226,118 @@ absl::Status CheckTensors(const TraceLike& in, Trace& trace,
     t.swap_forbidden = tp.swap_forbidden();
     t.recompute_forbidden = tp.recompute_forbidden();
   }
-  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
-  return FinishTrace(use_pairs, input_pairs, trace);
+}
+
+// The indices of one fixed transfer against `num_ops`, by its direction
+// (nullopt: an invalid one, whose own rules are not checked).
+template <typename FixedTransferLike>
+void CheckFixedTransferOps(const FixedTransferLike& x,
+                           std::optional<Direction> direction, int i,
+                           int num_ops, FieldViolations& v) {
+  auto at = [i](absl::string_view field) {
+    return Path("trace.fixed_transfers", i, field);
+  };
+  const auto range = [num_ops](int32_t from) {
+    return absl::StrCat("out of range [", from, ", ", num_ops, ")");
+  };
+  const bool after = x.has_after_op(), before = x.has_before_op();
+  if (after && (x.after_op() < 0 || x.after_op() >= num_ops))
+    v.Add(at("after_op"), range(0));
+  if (before && (x.before_op() < 0 || x.before_op() >= num_ops)) {
+    v.Add(at("before_op"), range(0));
+  } else if (before && after && x.before_op() <= x.after_op()) {
+    v.Add(at("before_op"),
+          absl::StrCat("must come after after_op (op ", x.after_op(),
+                       "): an operator cannot need a transfer that waits "
+                       "for it to end"));
+  }
+  if (direction == Direction::kD2H) {
+    if (x.gpu_bytes() > 0 && !after) {
+      v.Add(at("after_op"),
+            "must be set for a D2H transfer with gpu_bytes: the operator "
+            "that writes its source");
+    }
+    if (x.has_release_op()) {
+      v.Add(at("release_op"),
+            "must be unset for a D2H transfer: its source is freed when "
+            "the copy ends");
+    }
+  } else if (direction == Direction::kH2D && x.gpu_bytes() > 0) {
+    if (!before) {
+      v.Add(at("before_op"),
+            "must be set for an H2D transfer with gpu_bytes: the operator "
+            "that reads the copy");
+    }
+    if (!x.has_release_op()) {
+      v.Add(at("release_op"),
+            "must be set for an H2D transfer with gpu_bytes: the operator "
+            "after which the copy is freed");
+    } else {
+      // From before_op (when that is valid): the copy is freed at the
+      // earliest after the operator that reads it.
+      const int32_t first =
+          before && x.before_op() >= 0 && x.before_op() < num_ops
+              ? x.before_op()
+              : 0;
+      if (x.release_op() < first || x.release_op() >= num_ops)
+        v.Add(at("release_op"), range(first));
+    }
+  } else if (direction == Direction::kH2D && x.gpu_bytes() == 0 &&
+             x.has_release_op()) {
+    v.Add(at("release_op"),
+          "must be unset for an H2D transfer without gpu_bytes: it holds "
+          "nothing to free");
+  }
+}
+
+// Checks the fixed transfers against the operators as converted, and builds
+// them into `trace.fixed_transfers` (-1 for each unset index).
+template <typename Form, typename TraceLike>
+void CheckFixedTransfers(const TraceLike& in, Trace& trace,
+                         FieldViolations& v) {
+  const int n = in.fixed_transfers_size();
+  const int num_ops = trace.num_ops();
+  trace.fixed_transfers.resize(n);
+  int64_t size_sum = 0, gpu_sum = 0;
+  bool size_sum_reported = false, gpu_sum_reported = false;
+  for (int i = 0; i < n && !v.full(); ++i) {
+    const auto& x = in.fixed_transfers(i);
+    auto at = [i](absl::string_view field) {
+      return Path("trace.fixed_transfers", i, field);
+    };
+    CheckName(
+        v, [&] { return at("name"); }, x.name());
+    const std::optional<Direction> direction = Form::DirectionOf(x);
+    if (!direction.has_value())
+      v.Add(at("direction"), "must be DIRECTION_D2H or DIRECTION_H2D");
+    CheckQuantity(
+        v, [&] { return at("size_bytes"); }, x.size_bytes(), "bytes");
+    CheckQuantity(
+        v, [&] { return at("gpu_bytes"); }, x.gpu_bytes(), "bytes");
+    if (x.size_bytes() >= 0 && x.size_bytes() <= kMaxQuantity &&
+        !AddBounded(size_sum, x.size_bytes()) && !size_sum_reported) {
+      v.Add("trace.fixed_transfers", "sizes sum to more than 2^60 bytes");
+      size_sum_reported = true;
+    }
+    if (x.gpu_bytes() >= 0 && x.gpu_bytes() <= kMaxQuantity &&
+        !AddBounded(gpu_sum, x.gpu_bytes()) && !gpu_sum_reported) {
+      v.Add("trace.fixed_transfers", "gpu_bytes sum to more than 2^60 bytes");
+      gpu_sum_reported = true;
+    }
+    CheckFixedTransferOps(x, direction, i, num_ops, v);
+    FixedTransfer& out = trace.fixed_transfers[i];
+    out.direction = direction.value_or(Direction::kD2H);
+    out.size_bytes = x.size_bytes();
+    out.after_op = x.has_after_op() ? x.after_op() : -1;
+    out.before_op = x.has_before_op() ? x.before_op() : -1;
+    out.gpu_bytes = x.gpu_bytes();
+    out.release_op = x.has_release_op() ? x.release_op() : -1;
+  }
 }
 
 // Checks `in` and builds the compact trace: the limits first (in time
-// proportional to the counts), then the name, the operators and the tensors.
+// proportional to the counts), then the name, the operators, the tensors and
+// the fixed transfers.
 template <typename Form, typename TraceLike>
 absl::StatusOr<Trace> Validate(const TraceLike& in) {
   if (in.operators_size() == 0) {
@@ -255,6 +364,12 @@ absl::StatusOr<Trace> Validate(const TraceLike& in) {
         absl::StrCat("use_ops and recompute_inputs hold ", relations,
                      " entries; at most ", kMaxRelations));
   }
+  if (in.fixed_transfers_size() > kMaxFixedTransfers) {
+    return TooLargeField(
+        "trace.fixed_transfers",
+        absl::StrCat("has ", in.fixed_transfers_size(), " entries; at most ",
+                     kMaxFixedTransfers));
+  }
   {
     FieldViolations v;
     CheckName(
@@ -265,7 +380,11 @@ absl::StatusOr<Trace> Validate(const TraceLike& in) {
   trace.name = std::string(in.name());
   FieldViolations v;
   CheckOperators<Form>(in, trace, v);
-  SLACKSWAP_RETURN_IF_ERROR(CheckTensors(in, trace, v));
+  std::vector<std::pair<int32_t, int32_t>> use_pairs, input_pairs;
+  CheckTensors(in, trace, v, use_pairs, input_pairs);
+  CheckFixedTransfers<Form>(in, trace, v);
+  SLACKSWAP_RETURN_IF_ERROR(v.ToStatus());
+  SLACKSWAP_RETURN_IF_ERROR(FinishTrace(use_pairs, input_pairs, trace));
   return trace;
 }
 

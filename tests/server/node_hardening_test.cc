@@ -221,6 +221,36 @@ TEST_F(NodeHardeningTest, CountsAreRefusedFromTheBytesNamingTheField) {
       << reply.status.error_message();
 }
 
+// Fixed transfers are counted from the bytes too: over their limit, and
+// toward the memory estimate.
+TEST_F(NodeHardeningTest, FixedTransfersAreCountedFromTheBytes) {
+  grpc::GenericStub stub(server_->InProcessChannel());
+  // A trace (field 1 of a Plan, field 2 of a node's job) of 5 million empty
+  // fixed transfers (field 4 of the trace).
+  std::string fixed;
+  for (int i = 0; i < 5'000'000; ++i) fixed += std::string("\x22\x00", 2);
+  RawReply reply = CallWithBytes(stub, "Plan", LengthDelimited(1, fixed));
+  EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << reply.status.error_message();
+  EXPECT_EQ(FirstField(reply.status), "trace.fixed_transfers")
+      << reply.status.error_message();
+  reply = CallWithBytes(stub, "PlanNode",
+                        LengthDelimited(2, LengthDelimited(2, fixed)));
+  EXPECT_EQ(FirstField(reply.status), "jobs[0].trace.fixed_transfers")
+      << reply.status.error_message();
+  // Below the count limit, over the 8 MiB memory limit: the trace.
+  fixed.resize(2 * 100'000);
+  reply = CallWithBytes(stub, "Plan", LengthDelimited(1, fixed));
+  EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << reply.status.error_message();
+  EXPECT_EQ(FirstField(reply.status), "trace") << reply.status.error_message();
+  // Within both: validation answers (a trace needs an operator).
+  fixed.resize(2 * 1'000);
+  reply = CallWithBytes(stub, "Plan", LengthDelimited(1, fixed));
+  EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << reply.status.error_message();
+}
+
 // PlanNode's jobs' traces are decoded from the bytes: the answer is the one
 // a request in any other encoding gets (here: each job's fields reversed).
 TEST_F(NodeHardeningTest, JobTracesDecodedFromTheBytesGiveTheSameAnswer) {

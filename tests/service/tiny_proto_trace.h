@@ -1,8 +1,8 @@
 // File: tiny_proto_trace.h
 //
-// Builds a slackswap.v1.Trace one operator and tensor at a time, for the
-// tests of the wire format and of its conversion (whose inputs are messages,
-// with everything a message can hold that a TraceSpec cannot).
+// Builds a slackswap.v1.Trace one operator, tensor and fixed transfer at a
+// time, for the tests of the wire format and of its conversion (whose inputs
+// are messages, with everything a message can hold that a TraceSpec cannot).
 #ifndef SLACKSWAP_TESTS_SERVICE_TINY_PROTO_TRACE_H_
 #define SLACKSWAP_TESTS_SERVICE_TINY_PROTO_TRACE_H_
 
@@ -35,6 +35,20 @@ class TinyProtoTrace {
     t->set_recompute_duration_ns(recompute_ns);
     for (int32_t r : recompute_inputs) t->add_recompute_inputs(r);
     return proto.tensors_size() - 1;
+  }
+  // A fixed transfer; an index of -1 is left unset.
+  int Fixed(v1::Direction direction, int64_t size_bytes, int32_t after_op = -1,
+            int32_t before_op = -1, int64_t gpu_bytes = 0,
+            int32_t release_op = -1) {
+    v1::FixedTransfer* x = proto.add_fixed_transfers();
+    x->set_name(absl::StrCat("x", proto.fixed_transfers_size() - 1));
+    x->set_direction(direction);
+    x->set_size_bytes(size_bytes);
+    if (after_op != -1) x->set_after_op(after_op);
+    if (before_op != -1) x->set_before_op(before_op);
+    x->set_gpu_bytes(gpu_bytes);
+    if (release_op != -1) x->set_release_op(release_op);
+    return proto.fixed_transfers_size() - 1;
   }
   slackswap::Trace Build() const {
     absl::StatusOr<slackswap::Trace> trace = TraceFromProto(proto);

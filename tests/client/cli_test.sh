@@ -53,6 +53,19 @@ check "trace json has operators" test "$(json_get "$work/t.json" "len(d['operato
 check "no --offload, no fixed transfers" test \
   "$(json_get "$work/t.json" "len(d.get('fixed_transfers', []))")" = 0
 
+# --offload adds the job's own host-link traffic: FSDP fetches each layer's
+# parameters twice (H2D) and copies its gradients out (D2H); the commands that
+# take --preset plan around it.
+check "generate --offload fsdp-cpu" test "$(exit_code "$cli" generate --layers 2 \
+  --offload fsdp-cpu --out "$work/fsdp.json")" = 0
+check "generate prints the fixed transfers" grep -q "^fixed transfers    6: " "$work/out"
+check "fsdp-cpu: three transfers per layer" test \
+  "$(json_get "$work/fsdp.json" "len(d.get('fixed_transfers', []))")" = 6
+check "fsdp-cpu: a gradient copy per layer" test "$(json_get "$work/fsdp.json" \
+  "sum(1 for x in d['fixed_transfers'] if x['direction'] == 'DIRECTION_D2H')")" = 2
+check "plan --preset with --offload zero" test "$(exit_code "$cli" plan --layers 4 \
+  --offload zero --budget 0.5)" = 0
+
 # An unknown --offload mode is refused, naming the flag, by every command that
 # generates.
 check "bad --offload exits 2" test "$(exit_code "$cli" generate --offload bogus)" = 2

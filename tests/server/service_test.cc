@@ -196,6 +196,24 @@ TEST_F(ServiceTest, InvalidInputIsInvalidArgumentWithFieldViolations) {
   ExpectInvalidField(bad_plan, "plan.tensors");
 }
 
+// An offload mode comes back as the trace's fixed transfers (FSDP: two
+// parameter fetches and a gradient copy per layer).
+TEST_F(ServiceTest, GenerateTraceAddsTheOffloadTraffic) {
+  v1::GenerateTraceRequest generate;
+  generate.set_workload_preset("gpt2-xl");
+  generate.set_hardware_preset("a100");
+  generate.set_layers(2);
+  generate.set_offload(v1::OFFLOAD_FSDP_CPU);
+  v1::GenerateTraceResponse generated;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->GenerateTrace(&context, generate, &generated).ok());
+  ASSERT_EQ(generated.trace().fixed_transfers_size(), 6);
+  int d2h = 0;
+  for (const v1::FixedTransfer& x : generated.trace().fixed_transfers())
+    d2h += x.direction() == v1::DIRECTION_D2H;
+  EXPECT_EQ(d2h, 2);
+}
+
 TEST_F(ServiceTest, AllocatorPhysicsReportsAndBudgetsReservedBytes) {
   for (v1::AllocatorModel allocator :
        {v1::ALLOCATOR_MODEL_CACHING, v1::ALLOCATOR_MODEL_EXPANDABLE}) {

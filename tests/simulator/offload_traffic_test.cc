@@ -11,6 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "base/field_violations.h"
 #include "gtest/gtest.h"
+#include "simulator/event_model.h"
+#include "simulator/hardware.h"
+#include "simulator/plan.h"
 #include "simulator/trace_spec.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
@@ -216,6 +219,29 @@ TEST(OffloadTrafficTest, FsdpFetchesEachUnitTwiceAndCopiesItsGradients) {
     EXPECT_EQ(grad->before_op, -1);
     EXPECT_EQ(grad->gpu_bytes, unit.bytes);
   }
+}
+
+// Replayed with every activation kept and memory unlimited, ZeRO's
+// parameter copies start when the last op ends and run back to back on the
+// H2D stream (they outlast the gradient copies): the iteration ends when the
+// last has arrived.
+TEST(OffloadTrafficTest, ZeroIterationEndsWhenTheParametersHaveArrived) {
+  const Hardware a100 = *HardwarePreset("a100");
+  const TraceSpec spec = Generate(TwoLayerGpt(Offload::kZero));
+  absl::StatusOr<Trace> trace = ValidateTrace(spec);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_EQ(trace->num_fixed_transfers(), 4);
+  int64_t copies_ns = 0;
+  for (const FixedTransferSpec& x : spec.fixed_transfers) {
+    if (x.direction != Direction::kH2D) continue;
+    copies_ns += TransferNs(x.size_bytes, a100.h2d_bytes_per_second,
+                            a100.transfer_latency_ns);
+  }
+  absl::StatusOr<SimulationResult> result =
+      Simulate(*trace, a100, Plan::AllKeep(*trace), SimulationOptions());
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->feasible);
+  EXPECT_EQ(result->iteration_ns, trace->ideal_ns + copies_ns);
 }
 
 // Every mode on every preset gives a trace the validation accepts, with as

@@ -55,6 +55,25 @@ TEST(TraceConvertTest, GeneratedTracesAgreeInEveryForm) {
   }
 }
 
+// The generator's offload modes add fixed transfers of every shape.
+TEST(TraceConvertTest, GeneratedOffloadTracesAgreeInEveryForm) {
+  for (Offload offload :
+       {Offload::kZero, Offload::kZeroDpu, Offload::kFsdpCpu}) {
+    for (const std::string preset : {"gpt2-xl", "llama-7b", "vgg16"}) {
+      SCOPED_TRACE(preset + " with " + OffloadName(offload));
+      WorkloadSpec spec = *WorkloadPreset(preset);
+      if (spec.family != ModelFamily::kVgg16) spec.layers = 3;
+      spec.offload = offload;
+      const absl::StatusOr<TraceSpec> trace =
+          GenerateTrace(spec, *HardwarePreset("a100"));
+      ASSERT_TRUE(trace.ok()) << trace.status();
+      EXPECT_FALSE(trace->fixed_transfers.empty());
+      EXPECT_TRUE(ValidateTrace(*trace).ok()) << ValidateTrace(*trace).status();
+      ExpectFormsAgree(*trace);
+    }
+  }
+}
+
 // Sizes at the edges of the encoding: zero fields left out, negative
 // integers in ten bytes, names and packed runs past one length byte, and
 // invalid specs, which all forms reject alike.

@@ -51,7 +51,7 @@ std::vector<int64_t> AllKeepProfile(const Trace& trace) {
   int64_t running = 0;
   for (int32_t o = 0; o < num_ops; ++o) {
     running += held[o];
-    held[o] = running + trace.ops[o].workspace_bytes;
+    held[o] = running + trace.transient_bytes(o);
   }
   held.pop_back();
   return held;

@@ -234,7 +234,7 @@ ProvenFloor ComputeProvenFloor(const Trace& trace) {
   const std::vector<int64_t> held = Accumulate(diff);
   ProvenFloor floor;
   for (int32_t o = 0; o < num_ops; ++o) {
-    const int64_t bytes = held[o] + trace.ops[o].workspace_bytes;
+    const int64_t bytes = held[o] + trace.transient_bytes(o);
     if (floor.op < 0 || bytes > floor.bytes) {
       floor.bytes = bytes;
       floor.op = o;
@@ -271,13 +271,13 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
   const std::vector<int64_t> removable = Accumulate(removable_diff);
   std::vector<int64_t> excess(num_ops);
   for (int32_t o = 0; o < num_ops; ++o) {
-    excess[o] = live[o] + trace.ops[o].workspace_bytes - budget_bytes;
+    excess[o] = live[o] + trace.transient_bytes(o) - budget_bytes;
     if (excess[o] > removable[o]) {
       bound.feasible = false;
       bound.binding_op = o;
       bound.reason = absl::StrCat(
           "op ", o, " needs ",
-          live[o] + trace.ops[o].workspace_bytes - removable[o],
+          live[o] + trace.transient_bytes(o) - removable[o],
           " bytes resident at its start in every plan (its allocation and ",
           "workspace, the tensors forward ops from it on still read, the ",
           "tensors backward ops up to it have needed and later ones still ",

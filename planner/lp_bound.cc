@@ -108,7 +108,7 @@ BindingOps FindBindingOps(const Trace& trace, int64_t budget_bytes) {
   }
   b.excess.assign(num_ops, 0);
   for (int32_t o = 0; o < num_ops; ++o) {
-    b.excess[o] = live[o] + trace.ops[o].workspace_bytes - budget_bytes;
+    b.excess[o] = live[o] + trace.transient_bytes(o) - budget_bytes;
     if (b.excess[o] > 0) b.ops.push_back(o);
   }
   std::stable_sort(b.ops.begin(), b.ops.end(), [&](int32_t x, int32_t y) {

@@ -116,7 +116,7 @@ absl::Status Search::Run(const PlanningResult* incumbent) {
   // and from its first backward use on.
   bool fits = true;
   for (int32_t o = 0; o < trace_.num_ops(); ++o) {
-    floor_[o] += trace_.ops[o].workspace_bytes;
+    floor_[o] += trace_.transient_bytes(o);
     if (floor_[o] > budget_) fits = false;
   }
   for (int32_t t = 0; t < trace_.num_tensors(); ++t) {

@@ -30,7 +30,7 @@ constexpr int32_t kNoMax = std::numeric_limits<int32_t>::min();
 std::vector<int64_t> Workspaces(const Trace& trace) {
   std::vector<int64_t> bytes(trace.ops.size());
   for (size_t o = 0; o < trace.ops.size(); ++o)
-    bytes[o] = trace.ops[o].workspace_bytes;
+    bytes[o] = trace.transient_bytes(o);
   return bytes;
 }
 

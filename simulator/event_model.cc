@@ -148,8 +148,11 @@ SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
 }
 
 int64_t AllKeepPeakBytes(const Trace& trace) {
-  // All keep, unlimited memory: the peak is the running sum of allocations
-  // and releases in compute order; no transfers take part.
+  // All keep: the highest, over the ops, of the tensors resident at an op's
+  // start (its outputs included) and what it holds beside them (workspace,
+  // the fixed transfers' bytes that every speed holds there). With fixed
+  // transfers that is the smallest budget at which all-keep completes
+  // (docs/event-model.md, condition S); without, the unlimited run's peak.
   int64_t resident = 0;
   int64_t peak = 0;
   std::vector<std::vector<int32_t>> release(trace.ops.size());
@@ -157,9 +160,9 @@ int64_t AllKeepPeakBytes(const Trace& trace) {
     release[trace.tensors[t].last_backward_use].push_back(t);
   }
   for (int32_t o = 0; o < trace.num_ops(); ++o) {
-    resident += trace.op_allocation_bytes[o];
-    peak = std::max(peak, resident);
-    resident -= trace.ops[o].workspace_bytes;
+    for (int32_t t : trace.produces.Row(o))
+      resident += trace.tensors[t].size_bytes;
+    peak = std::max(peak, resident + trace.transient_bytes(o));
     for (int32_t t : release[o]) resident -= trace.tensors[t].size_bytes;
   }
   return peak;

@@ -248,7 +248,9 @@ SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
                                   const SimulationOptions& options);
 
 // Peak resident bytes of the all-keep run with unlimited memory: the
-// reference for budgets given as a fraction of peak.
+// reference for budgets given as a fraction of peak. With fixed transfers,
+// whose bytes' lifetimes depend on the speeds, the bytes every speed holds
+// (Trace::transient_bytes): the smallest budget at which all-keep completes.
 int64_t AllKeepPeakBytes(const Trace& trace);
 
 }  // namespace slackswap

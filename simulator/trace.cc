@@ -36,4 +36,22 @@ Csr Csr::FromRows(int32_t rows, absl::Span<const int32_t> row_of,
   return csr;
 }
 
+std::vector<int64_t> FixedBytesPerOp(const Trace& trace) {
+  if (trace.fixed_transfers.empty()) return {};
+  const int32_t n = trace.num_ops();
+  std::vector<int64_t> diff(static_cast<size_t>(n) + 1, 0);
+  for (const FixedTransfer& x : trace.fixed_transfers) {
+    if (x.gpu_bytes == 0) continue;
+    const bool h2d = x.direction == Direction::kH2D;
+    const int32_t from = h2d ? x.before_op : x.after_op;
+    const int32_t to = h2d ? x.release_op : x.after_op;
+    diff[from] += x.gpu_bytes;
+    diff[to + 1] -= x.gpu_bytes;
+  }
+  std::vector<int64_t> bytes(n);
+  int64_t running = 0;
+  for (int32_t o = 0; o < n; ++o) bytes[o] = running += diff[o];
+  return bytes;
+}
+
 }  // namespace slackswap

@@ -125,6 +125,11 @@ struct Trace {
 
   // Transfers the job makes itself (empty for most traces).
   std::vector<FixedTransfer> fixed_transfers;
+  // Per op, with fixed transfers only (empty otherwise): the GPU bytes they
+  // hold at the op's start at every speed: each parameter copy from its
+  // before_op through its release_op, each gradient source during its
+  // after_op. Planners add it to the op's workspace (transient_bytes).
+  std::vector<int64_t> op_fixed_bytes;
 
   // Bytes an operator allocates when it starts: produced tensors + workspace
   // + the sources of the D2H fixed transfers that start after it.
@@ -141,7 +146,17 @@ struct Trace {
     return static_cast<int32_t>(fixed_transfers.size());
   }
   int32_t first_backward_op() const { return num_forward_ops; }
+  // What op `o` holds beside the saved tensors while it runs, at every
+  // speed: its workspace and the fixed transfers' bytes (op_fixed_bytes).
+  int64_t transient_bytes(int32_t o) const {
+    return ops[o].workspace_bytes +
+           (op_fixed_bytes.empty() ? 0 : op_fixed_bytes[o]);
+  }
 };
+
+// Trace::op_fixed_bytes from the trace's ops and fixed transfers (empty
+// when it has none). O(ops + fixed transfers).
+std::vector<int64_t> FixedBytesPerOp(const Trace& trace);
 
 }  // namespace slackswap
 

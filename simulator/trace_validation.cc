@@ -130,6 +130,7 @@ absl::Status FinishTrace(std::vector<std::pair<int32_t, int32_t>>& use_pairs,
     if (x.direction == Direction::kD2H && x.gpu_bytes > 0)
       trace.op_allocation_bytes[x.after_op] += x.gpu_bytes;
   }
+  trace.op_fixed_bytes = FixedBytesPerOp(trace);
   return absl::OkStatus();
 }
 

@@ -26,14 +26,14 @@ def setup_paths(repo):
 B, S, H, A, VOCAB = 2, 16, 32, 4, 64
 
 
-def profiled_gpt(layers=2, dtype=torch.float32, timing="modelled"):
+def profiled_gpt(layers=2, dtype=torch.float32, timing="modelled", offload=None):
     import models
     from slackswap_client import profile
     torch.manual_seed(0)
     model = models.gpt(layers, H, A, S, VOCAB).to(dtype)
     tokens = torch.randint(0, VOCAB, (B, S))
     return profile(model, (tokens,), models.language_model_loss(tokens), timing=timing,
-                   hardware="a100"), model, tokens
+                   hardware="a100", offload=offload), model, tokens
 
 
 def bytes_per_block(trace):
@@ -288,6 +288,166 @@ class RecipeTest(unittest.TestCase):
         self.assertGreater(per_block[0], per_block[1] + per_block[2])
 
 
+def param_bytes(*modules):
+    return sum(p.numel() * p.element_size() for m in modules for p in m.parameters())
+
+
+def transfers(trace):
+    """(name, direction, size, after, before, gpu_bytes, release), None for unset."""
+    def field(x, name):
+        return getattr(x, name) if x.HasField(name) else None
+    return [(x.name, x.direction, x.size_bytes, field(x, "after_op"), field(x, "before_op"),
+             x.gpu_bytes, field(x, "release_op")) for x in trace.fixed_transfers]
+
+
+class OffloadTest(unittest.TestCase):
+    """offload=: the generator's fixed transfers (simulator/offload_traffic.cc)
+    from the model's own parameters."""
+
+    def profiled(self, offload, layers=2, tie=False, units=None):
+        """A GPT profiled with `offload`; units(model): its offload_units."""
+        import models
+        from slackswap_client import profile
+        torch.manual_seed(0)
+        model = models.gpt(layers, H, A, S, VOCAB)
+        if tie:
+            model.head.out.weight = model.embedding.tokens.weight
+        tokens = torch.randint(0, VOCAB, (B, S))
+        torch.manual_seed(1)
+        trace = profile(model, (tokens,), models.language_model_loss(tokens), offload=offload,
+                        offload_units=units(model) if units else None)
+        return trace, model
+
+    def test_each_unit_moves_its_bytes_between_its_own_ops_as_the_generator_does(self):
+        from slackswap_client import stubs
+        stubs.load()
+        from slackswap.v1 import trace_pb2
+        d2h, h2d = trace_pb2.DIRECTION_D2H, trace_pb2.DIRECTION_H2D
+        for layers in (2, 3):
+            n = layers
+            fsdp, model = self.profiled("fsdp-cpu", layers)
+            ops = fsdp.operators
+            forward = [i for i, op in enumerate(ops) if op.phase == trace_pb2.PHASE_FORWARD]
+            backward = [i for i, op in enumerate(ops) if op.phase == trace_pb2.PHASE_BACKWARD]
+            last = len(ops) - 1
+            # Each unit's ops, read from its FSDP fetches: forward from
+            # before_op to release_op, backward likewise.
+            by_name = {x.name: x for x in fsdp.fixed_transfers}
+            name = [f"layer{u}" for u in range(n)]
+            fwd = [(by_name[v + ".params.fwd"].before_op, by_name[v + ".params.fwd"].release_op)
+                   for v in name]
+            bwd = [(by_name[v + ".params.bwd"].before_op, by_name[v + ".params.bwd"].release_op)
+                   for v in name]
+            # They split forward in order and backward in reverse, the first
+            # unit taking the embedding (from op 0; the last ops of
+            # backward), the last the head and the loss.
+            self.assertEqual([f for r in fwd for f in r],
+                             [0] + [i for r in fwd[:-1] for i in (r[1], r[1] + 1)] +
+                             [forward[-1]])
+            self.assertEqual([b for r in reversed(bwd) for b in r],
+                             [backward[0]] + [i for r in reversed(bwd[1:])
+                                              for i in (r[1], r[1] + 1)] + [last])
+            # Forward ops are in their layer's unit; so are the LayerNorms'
+            # backward ops (a layer's first reads the previous layer's output).
+            for u in range(n):
+                self.assertTrue(all(fwd[u][0] <= i <= fwd[u][1] for i in forward
+                                    if ops[i].block_index == u + 1))
+            norms = [i for i in backward if ops[i].name == "native_layer_norm_backward"]
+            self.assertEqual(len(norms), 2 * n + 1)  # the head's, then two per layer
+            for k, i in enumerate(norms):
+                u = n - 1 - max(0, k - 1) // 2
+                self.assertTrue(bwd[u][0] <= i <= bwd[u][1], (u, k, bwd))
+            size = [param_bytes(getattr(model, v)) for v in name]
+            size[0] += param_bytes(model.embedding)
+            size[-1] += param_bytes(model.head)
+            grads = [(name[u] + ".grad", d2h, size[u], bwd[u][1], None, size[u], None)
+                     for u in reversed(range(n))]
+            expected = {
+                "zero": grads + [(name[u] + ".params", h2d, size[u], last, None, 0, None)
+                                 for u in range(n)],
+                "zero-dpu": [(name[u] + ".params", h2d, size[u], None, fwd[u][0], 0, None)
+                             for u in range(n)] + grads,
+                "fsdp-cpu": [(name[u] + ".params.fwd", h2d, size[u],
+                              fwd[u - 1][0] if u else None, fwd[u][0], size[u], fwd[u][1])
+                             for u in range(n)] +
+                            [(name[u] + ".params.bwd", h2d, size[u],
+                              bwd[u + 1][0] if u + 1 < n else forward[-1], bwd[u][0], size[u],
+                              bwd[u][1]) for u in reversed(range(n))] + grads}
+            for mode, want in expected.items():
+                trace = fsdp if mode == "fsdp-cpu" else self.profiled(mode, layers)[0]
+                self.assertEqual(transfers(trace), want, (layers, mode))
+                # Per direction, the model's parameter bytes once; FSDP's
+                # H2D twice.
+                moved = collections.Counter()
+                for x in trace.fixed_transfers:
+                    moved[x.direction] += x.size_bytes
+                self.assertEqual(moved[d2h], param_bytes(model))
+                self.assertEqual(moved[h2d], (2 if mode == "fsdp-cpu" else 1) * param_bytes(model))
+
+    def test_without_offload_the_trace_is_the_same(self):
+        plain, _ = self.profiled(None)
+        self.assertFalse(plain.fixed_transfers)
+        for offload in ("none", "fsdp-cpu"):
+            trace, _ = self.profiled(offload)
+            del trace.fixed_transfers[:]
+            self.assertEqual(trace.SerializeToString(), plain.SerializeToString(), offload)
+        unnamed, _ = self.profiled(None)
+        self.assertEqual(unnamed.SerializeToString(), plain.SerializeToString())
+
+    def test_tied_weights_count_once_in_the_first_unit_that_runs(self):
+        trace, model = self.profiled("zero", tie=True)
+        size = {x.name: x.size_bytes for x in trace.fixed_transfers}
+        self.assertEqual(size["layer0.grad"],
+                         param_bytes(model.layer0) + param_bytes(model.embedding))
+        self.assertEqual(size["layer1.grad"],
+                         param_bytes(model.layer1) + param_bytes(model.head.ln))
+        self.assertEqual(sum(size.values()), 2 * param_bytes(model))  # parameters() dedupes
+
+    def test_named_and_nested_units(self):
+        from slackswap_client import profile
+        from torch import nn
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
+                              nn.Linear(16, 4))
+        trace = profile(model, torch.randn(4, 8), lambda out: out.sum(), offload="fsdp-cpu",
+                        offload_units=[model[0], model[2], model[4]])
+        names = [op.name for op in trace.operators]
+        matmuls = [i for i, op in enumerate(trace.operators) if names[i] == "addmm"]
+        last_forward = max(i for i, op in enumerate(trace.operators) if op.phase == 1)
+        fetches = [(x.name, x.size_bytes, x.before_op, x.release_op)
+                   for x in trace.fixed_transfers if x.name.endswith(".fwd")]
+        # A ReLU between units joins the next one; the loss the last.
+        self.assertEqual(fetches, [
+            ("0.params.fwd", param_bytes(model[0]), 0, matmuls[0]),
+            ("2.params.fwd", param_bytes(model[2]), matmuls[0] + 1, matmuls[1]),
+            ("4.params.fwd", param_bytes(model[4]), matmuls[1] + 1, last_forward)])
+        # FSDP's root unit around the layers: its own parameters are the
+        # embedding and the head; it is fetched first and held to the loss.
+        trace, model = self.profiled("fsdp-cpu",
+                                     units=lambda m: [m.layer1, m, m.layer0])
+        last_forward = max(i for i, op in enumerate(trace.operators) if op.phase == 1)
+        fetches = [(x.name, x.size_bytes, x.before_op) for x in trace.fixed_transfers
+                   if x.name.endswith(".fwd")]
+        self.assertEqual(fetches, [
+            ("unit1.params.fwd", param_bytes(model.embedding, model.head), 0),
+            ("layer0.params.fwd", param_bytes(model.layer0), fetches[1][2]),
+            ("layer1.params.fwd", param_bytes(model.layer1), fetches[2][2])])
+        self.assertEqual(trace.fixed_transfers[0].release_op, last_forward)
+        self.assertEqual([trace.operators[x[2]].block_index for x in fetches[1:]], [1, 2])
+
+    def test_bad_offload_arguments_are_refused_naming_them(self):
+        from slackswap_client import ProfileError
+        with self.assertRaisesRegex(ValueError, "^offload: unknown mode 'zero3'"):
+            self.profiled("zero3")
+        with self.assertRaisesRegex(ValueError, "^offload_units: given without"):
+            self.profiled(None, units=lambda m: [m.layer0])
+        import models
+        idle = models.Block(H, A)
+        with self.assertRaisesRegex(ProfileError, r"^offload_units\[1\] \(Block\) ran no "
+                                                  "forward"):
+            self.profiled("zero", units=lambda m: [m.layer0, idle])
+
+
 class ServerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -320,6 +480,34 @@ class ServerTest(unittest.TestCase):
             self.assertLessEqual(report.metrics.peak_resident_bytes, report.metrics.budget_bytes)
             replay = client.simulate(trace, report.plan, hardware="a100", budget_fraction=0.6)
             self.assertEqual(replay.metrics, report.metrics)
+
+    def test_offload_traffic_is_planned_and_replayed(self):
+        from slackswap_client import Client, hardware_proto, stubs
+        stubs.load()
+        from slackswap.v1 import planning_pb2, simulation_pb2, trace_pb2
+        a100 = hardware_proto("a100")
+        bandwidth = {trace_pb2.DIRECTION_D2H: a100.d2h_bytes_per_second,
+                     trace_pb2.DIRECTION_H2D: a100.h2d_bytes_per_second}
+        with Client(self.address, deadline=60) as client:
+            for mode in ("zero", "zero-dpu", "fsdp-cpu"):
+                trace, _, _ = profiled_gpt(layers=3, offload=mode)
+                report = client.plan(trace, hardware="a100", budget_fraction=0.6).report
+                self.assertEqual(report.outcome, planning_pb2.PLAN_OUTCOME_PLANNED,
+                                 (mode, report.reason))
+                replay = client.simulate(trace, report.plan, hardware="a100",
+                                         budget_fraction=0.6, timeline=True)
+                self.assertEqual(replay.metrics, report.metrics, mode)
+                # Every mode has a copy the first op or the iteration's end
+                # waits for, with nothing before it to hide behind.
+                self.assertGreater(replay.metrics.fixed_transfer_wait_ns, 0, mode)
+                events = [e for e in replay.timeline.events
+                          if e.kind == simulation_pb2.TIMELINE_EVENT_KIND_FIXED_TRANSFER]
+                self.assertEqual(sorted(e.index for e in events),
+                                 list(range(len(trace.fixed_transfers))), mode)
+                for e in events:
+                    x = trace.fixed_transfers[e.index]
+                    self.assertGreaterEqual(e.end_ns - e.start_ns,
+                                            x.size_bytes * 1e9 / bandwidth[x.direction] - 1)
 
     def test_client_physics_and_node_plans(self):
         from slackswap.v1 import planning_pb2, simulation_pb2

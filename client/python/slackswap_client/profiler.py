@@ -41,6 +41,10 @@ What is recorded, and how:
 - Durations: "measured" (wall clock around each op, synchronized on CUDA), or
   "modelled" for a hardware preset from each op's FLOPs and bytes, the same
   roofline as the workload generator, so a CPU run can stand in for a GPU one.
+- Offload traffic: with `offload=`, the fixed transfers of ZeRO-Offload, ZeRO
+  with delayed parameter update or FSDP CPU offload, per unit (the blocks, or
+  `offload_units=`) from its own parameters; see the `offload` module. Each op
+  records the unit it ran in as it records its block.
 """
 import collections
 import math
@@ -52,6 +56,7 @@ from torch.utils._pytree import tree_flatten
 
 from . import stubs
 from .hardware import HARDWARE_PRESETS, preset
+from .offload import FORWARD, UnitError, absorb, add_offload_traffic, offload_mode
 from .recording import (GRAD_BUFFER_OPS, VIEW_OPS, Dataflow, op_name, storage_key,
                         storage_nbytes)
 
@@ -119,7 +124,7 @@ def passthrough_view(func, args, kwargs):
 
 
 class _Op:
-    __slots__ = ("name", "phase", "block", "flops", "bytes", "ns")
+    __slots__ = ("name", "phase", "block", "unit", "flops", "bytes", "ns")
 
 
 class _Recorder(TorchDispatchMode):
@@ -160,6 +165,7 @@ class _Profiler:
         self.cuda = False
         self.phase = "FORWARD"
         self.block = 0
+        self.unit = 0  # 1 + the index of the offload unit running, 0: none
         self.ops = []
         self.flow = Dataflow()
         self.uses = collections.defaultdict(list)  # sid -> op indices that read it
@@ -184,7 +190,7 @@ class _Profiler:
             seconds = max(op.flops / self.rates["matmul"], op.bytes / self.rates["hbm"])
             op.ns = int(math.ceil(seconds * 1e9))
         if self.phase == "FORWARD":
-            op.block = self.block
+            op.block, op.unit = self.block, self.unit
             for sid in set(rec.reads):
                 self.uses[sid].append(index)
         else:
@@ -192,13 +198,22 @@ class _Profiler:
             self.pending_unpacks = []
             for sid in reads:
                 self.uses[sid].append(index)
-            blocks = [self.ops[self.producer(i)].block for i in reads if self.producer(i) >= 0]
-            op.block = blocks[0] if blocks else None  # settled in finish_blocks()
+            made = [self.producer(i) for i in reads if self.producer(i) >= 0]
+            # Settled in finish_blocks() when None. The unit is the latest
+            # producer's: a layer's first LayerNorm saves the previous
+            # layer's output beside its own statistics.
+            op.block = self.ops[made[0]].block if made else None
+            op.unit = self.ops[max(made)].unit if made else None
         self.ops.append(op)
 
     def end_forward(self):
         self.phase = "BACKWARD"
         self.forward_version = list(self.flow.version)
+        if any(op.unit for op in self.ops):
+            # Settled before backward, whose ops take their producers' units.
+            for op, unit in zip(self.ops, absorb([op.unit for op in self.ops],
+                                                 [FORWARD] * len(self.ops))):
+                op.unit = unit
 
     def version(self, sid):
         """The version backward reads: the last one forward wrote. (A storage
@@ -213,15 +228,14 @@ class _Profiler:
 
     def finish_blocks(self):
         """A backward op that reads no saved tensor (a gradient sum, a copy)
-        belongs to the block of the next one that does: autograd runs it on
-        the way into that block's backward."""
-        following = 0
+        belongs to the block (and unit) of the next one that does: autograd
+        runs it on the way into that block's backward."""
+        block = unit = 0
         for op in reversed(self.ops):
             if op.phase != "BACKWARD":
                 break
-            if op.block is None:
-                op.block = following
-            following = op.block
+            block = op.block = block if op.block is None else op.block
+            unit = op.unit = unit if op.unit is None else op.unit
 
     def pack(self, t):
         if self.phase != "FORWARD":
@@ -304,6 +318,73 @@ class _Profiler:
             t.recompute_inputs.extend(sorted(position[j] for j in leaves if j in position))
         return trace
 
+    def add_offload_traffic(self, trace, mode, model, units):
+        """Appends to `trace` (made by to_trace) the fixed transfers of `mode`
+        for `units`, the modules whose forward passes set self.unit."""
+        shift = len(trace.operators) - len(self.ops)
+        first = {}
+        for rec in self.flow.ops:
+            for sid in rec.reads:
+                first.setdefault(sid, rec.index + shift)
+        first_reads = {key: first[sid] for key, sid in self.flow.key_to_sid.items()
+                       if self.flow.external_rank[sid] >= 0 and sid in first}
+        unit_of_op = [0] * shift + [op.unit for op in self.ops]
+        try:
+            add_offload_traffic(trace, mode, model, units, unit_of_op, first_reads)
+        except UnitError as e:
+            raise ProfileError(str(e)) from None
+
+
+def _track(p, attr, modules):
+    """Forward hooks that set p.<attr> to 1 + the module's index in `modules`
+    while its forward runs (the innermost one when they nest), 0 outside."""
+    handles, stack = [], []
+    for index, module in enumerate(modules):
+        def enter(module, args, value=index + 1):
+            stack.append(getattr(p, attr))
+            setattr(p, attr, value)
+
+        def leave(module, args, output):
+            setattr(p, attr, stack.pop() if stack else 0)
+        handles.append(module.register_forward_pre_hook(enter))
+        handles.append(module.register_forward_hook(leave))
+    return handles
+
+
+def _gradient_hooks(p, units):
+    """Hooks on the units' parameters that give the op making a gradient the
+    unit of its parameter (the innermost unit holding it) when the saved
+    tensors it reads did not: a first layer's weight gradient reads only the
+    step's input."""
+    owner = {}
+    for k, module in sorted(enumerate(units), key=lambda e: -sum(1 for _ in e[1].modules())):
+        for param in module.parameters():
+            owner[id(param)] = k + 1  # smaller units later: the innermost wins
+    handles = []
+    for param in {id(q): q for m in units for q in m.parameters()}.values():
+        if param.requires_grad:
+            def on_gradient(grad, unit=owner[id(param)]):
+                if p.ops and p.ops[-1].phase == "BACKWARD" and p.ops[-1].unit is None:
+                    p.ops[-1].unit = unit
+            handles.append(param.register_hook(on_gradient))
+    return handles
+
+
+def _offload_units(mode, offload_units, block_modules):
+    """The modules whose parameters the offload traffic moves, or None."""
+    if mode is None:
+        if offload_units is not None:
+            raise ValueError("offload_units: given without an offload mode")
+        return None
+    units = block_modules if offload_units is None else list(offload_units)
+    if not units:
+        raise ValueError("offload_units: no units (the model has no blocks): name the modules")
+    if not all(isinstance(m, torch.nn.Module) for m in units):
+        raise TypeError("offload_units: a list of torch.nn.Module")
+    if len({id(m) for m in units}) != len(units):
+        raise ValueError("offload_units: a module is listed twice")
+    return units
+
 
 def _block_modules(model, blocks):
     """The modules whose forward passes are blocks 1, 2, ... (see the module doc)."""
@@ -353,7 +434,8 @@ class _NoCheckpoint:
             setattr(owner, attr, value)
 
 
-def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=None, blocks=None):
+def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=None, blocks=None,
+            offload=None, offload_units=None):
     """Runs one training step (forward, loss, backward) of `model` on `inputs`
     (a tuple of positional arguments, or one tensor) and returns it as a
     slackswap.v1.Trace. It is a real step: batch-norm running statistics and
@@ -365,6 +447,22 @@ def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=Non
     device the step runs on) or "modelled" (from FLOPs and bytes for the
     `hardware` preset, case-insensitive). blocks: the modules that are the
     trace's blocks (default: the repeated layers).
+
+    offload: the traffic the job moves over the host link itself, added as
+    the trace's fixed transfers, as the workload generator's --offload does
+    (docs/workloads.md, "Offload modes"): None or "none" (nothing), "zero"
+    (ZeRO-Offload: each unit's gradients to the host after its last backward
+    op, its updated parameters back after the step's last op), "zero-dpu"
+    (delayed parameter update: the parameters arrive before the unit's first
+    forward op instead) or "fsdp-cpu" (FSDP with CPU offload: each unit's
+    parameters fetched before its forward and again before its backward,
+    prefetched one unit ahead and held while it runs, its gradients as
+    "zero"). Any other value: ValueError naming `offload`. offload_units: the
+    modules that are the units, e.g. the FSDP-wrapped ones (default: the
+    trace's blocks); each moves its own parameters, counted once (tied
+    weights), and those outside every unit go with the unit of the first op
+    that reads them: the embedding with the first unit, the head with the
+    last. A unit that runs no forward or no backward op: ProfileError.
     """
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)  # one tensor: the model's one argument
@@ -377,18 +475,13 @@ def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=Non
         raise ValueError("timing must be 'measured' or 'modelled'")
     if timing == "modelled":
         preset(hardware)  # a clear error for an unknown name
+    mode = offload_mode(offload)
+    block_modules = _block_modules(model, blocks)
+    units = _offload_units(mode, offload_units, block_modules)
     p = _Profiler(model, timing, hardware)
-    handles = []
-    stack = []
-    for index, module in enumerate(_block_modules(model, blocks)):
-        def enter(module, args, block=index + 1):
-            stack.append(p.block)
-            p.block = block
-
-        def leave(module, args, output):
-            p.block = stack.pop() if stack else 0
-        handles.append(module.register_forward_pre_hook(enter))
-        handles.append(module.register_forward_hook(leave))
+    handles = _track(p, "block", block_modules)
+    if units is not None:
+        handles += _track(p, "unit", units) + _gradient_hooks(p, units)
     try:
         with _NoCheckpoint():
             with torch.autograd.graph.saved_tensors_hooks(p.pack, p.unpack):
@@ -406,4 +499,6 @@ def profile(model, inputs, loss_fn, timing="modelled", hardware="a100", name=Non
     trace = p.to_trace(name or type(model).__name__)
     if not trace.tensors:
         raise ProfileError("no saved activation was read in backward")
+    if mode is not None:
+        p.add_offload_traffic(trace, mode, model, units)
     return trace

@@ -5,6 +5,28 @@
 
 namespace slackswap {
 
+namespace {
+
+// The trace's fixed transfers in `direction`, in their queue's order: D2H
+// by after_op, H2D by before_op (none: last), then by index.
+std::vector<int32_t> FixedInOrder(const Trace& trace, Direction direction) {
+  std::vector<int32_t> out;
+  for (int32_t f = 0; f < static_cast<int32_t>(trace.fixed_transfers.size());
+       ++f) {
+    if (trace.fixed_transfers[f].direction == direction) out.push_back(f);
+  }
+  auto key = [&](int32_t f) {
+    const FixedTransfer& x = trace.fixed_transfers[f];
+    if (direction == Direction::kD2H) return x.after_op;
+    return x.before_op < 0 ? std::numeric_limits<int32_t>::max() : x.before_op;
+  };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](int32_t a, int32_t b) { return key(a) < key(b); });
+  return out;
+}
+
+}  // namespace
+
 void PlaceSwaps(const Trace& trace, const Hardware& hw,
                 const IdealTimeline& timeline,
                 const std::vector<int32_t>& run_start, bool barriers,
@@ -19,8 +41,20 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw,
   if (swaps.empty()) return;
   std::vector<int32_t> forward_free(trace.tensors.size(), 0);
   int64_t d2h_end = 0;
+  // The D2H queue: the fixed transfers ready at or before a tensor's
+  // producer go first (docs/event-model.md, "Fixed transfers").
+  const std::vector<int32_t> fixed_d2h = FixedInOrder(trace, Direction::kD2H);
+  size_t next_fixed = 0;
   for (int32_t t : swaps) {
     const Tensor& tensor = trace.tensors[t];
+    for (; next_fixed < fixed_d2h.size(); ++next_fixed) {
+      const FixedTransfer& x = trace.fixed_transfers[fixed_d2h[next_fixed]];
+      if (x.after_op > tensor.producer_op) break;
+      d2h_end =
+          std::max(d2h_end, x.after_op < 0 ? 0 : timeline.End(x.after_op)) +
+          TransferNs(x.size_bytes, hw.d2h_bytes_per_second,
+                     hw.transfer_latency_ns);
+    }
     d2h_end = std::max(d2h_end, timeline.End(tensor.producer_op)) +
               TransferNs(tensor.size_bytes, hw.d2h_bytes_per_second,
                          hw.transfer_latency_ns);
@@ -44,10 +78,24 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw,
                                           : a < b;
   });
   int64_t next_start = std::numeric_limits<int64_t>::max();
+  // The H2D queue, walked back from its end: the fixed transfers needed
+  // after a prefetch's need (or at it: they go first) hold the link then.
+  const std::vector<int32_t> fixed_h2d = FixedInOrder(trace, Direction::kH2D);
+  auto next_fixed_h2d = fixed_h2d.rbegin();
   for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) {
     const int32_t t = *it;
     const Tensor& tensor = trace.tensors[t];
     const int32_t need = draft.need(t);
+    for (; next_fixed_h2d != fixed_h2d.rend(); ++next_fixed_h2d) {
+      const FixedTransfer& x = trace.fixed_transfers[*next_fixed_h2d];
+      if (x.before_op >= 0 && x.before_op < need) break;
+      const int64_t due =
+          x.before_op < 0 ? std::numeric_limits<int64_t>::max()
+                          : start[x.before_op] - rebuild_before[x.before_op];
+      next_start = std::min(due, next_start) -
+                   TransferNs(x.size_bytes, hw.h2d_bytes_per_second,
+                              hw.transfer_latency_ns);
+    }
     // The prefetch must end before the rebuilds ahead of its need begin.
     const int64_t deadline = start[need] - rebuild_before[need];
     const int64_t latest_start =

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "simulator/event_model.h"
 #include "simulator/segment_tree.h"
@@ -57,16 +58,148 @@ std::vector<int64_t> AllKeepProfile(const Trace& trace) {
   return held;
 }
 
+// A FIFO queue of copies at fixed positions, each released at a time (or
+// with no release of its own) and due by a deadline (or never). With P(m)
+// the admitted durations up to position m, copy m ends at max over
+// released k <= m of p_k + P(m) - P(k - 1), which must not pass D_m: for
+// every admitted pair k <= m, A_k + B_m <= 0 with A_k = p_k - P(k - 1) and
+// B_m = P(m) - D_m. Admitting position i (duration d) lowers A by d after i
+// and raises B by d from i on, so pairs on one side of i keep their sums:
+// the new pairs to check are max over k <= i of A plus max over m >= i of B.
+class CopyQueue {
+ public:
+  static constexpr int64_t kNone = kAbsent;
+
+  explicit CopyQueue(int n) : n_(n), a_(n, kAbsent), b_(n, kAbsent), sum_(n) {}
+
+  // The admitted durations before position i.
+  int64_t Before(int i) const { return sum_.Prefix(i); }
+
+  // Whether admitting a copy at i (duration d, release or kNone, deadline
+  // or kNone) keeps every admitted deadline.
+  bool Fits(int i, int64_t d, int64_t release, int64_t deadline) const {
+    const int64_t before = Before(i);
+    int64_t a_max = release == kNone ? kAbsent : release - before;
+    if (i > 0) a_max = std::max(a_max, Present(a_.Max(0, i)));
+    int64_t b_max = deadline == kNone ? kAbsent : before + d - deadline;
+    if (i + 1 < n_) {
+      const int64_t b = Present(b_.Max(i + 1, n_));
+      if (b != kAbsent) b_max = std::max(b_max, b + d);
+    }
+    return a_max == kAbsent || b_max == kAbsent || a_max + b_max <= 0;
+  }
+
+  // When a copy admitted at i would end: max over released k <= i of A_k,
+  // plus P(i) with it. kNone if no copy up to i has a release.
+  int64_t End(int i, int64_t d, int64_t release) const {
+    const int64_t before = Before(i);
+    int64_t a_max = release == kNone ? kAbsent : release - before;
+    if (i > 0) a_max = std::max(a_max, Present(a_.Max(0, i)));
+    return a_max == kAbsent ? kNone : a_max + before + d;
+  }
+
+  void Admit(int i, int64_t d, int64_t release, int64_t deadline) {
+    const int64_t before = Before(i);
+    a_.Add(i + 1, n_, -d);
+    if (release != kNone) a_.Add(i, i + 1, release - before - a_.Get(i));
+    b_.Add(i + 1, n_, d);
+    if (deadline != kNone) b_.Add(i, i + 1, before + d - deadline - b_.Get(i));
+    sum_.Add(i, d);
+  }
+
+ private:
+  static int64_t Present(std::pair<int64_t, int> max) {
+    return max.second >= 0 && max.first > kAbsent / 2 ? max.first : kAbsent;
+  }
+
+  int n_;
+  MaxSegmentTree a_, b_;
+  Fenwick sum_;
+};
+
+// A fixed transfer at a position of one of the pass's queues.
+struct FixedCopy {
+  int pos = 0;
+  int32_t index = 0;  // in trace.fixed_transfers
+};
+
 // The tensors a swap can help, with their offload deadlines, their
 // positions in the D2H queue (production order) and the H2D queue (deadline
-// order; ties by tensor id), and the order the pass admits them in.
+// order; ties by tensor id), and the order the pass admits them in. The
+// queues also hold the trace's fixed transfers that share the link with
+// the swaps (docs/event-model.md, "Fixed transfers"): every D2H one, in
+// readiness order, and the H2D ones needed in the backward pass, by need;
+// each before the tensors at the same op.
 struct SwapCandidates {
   std::vector<int32_t> ranked;
   std::vector<int64_t> deadline;  // per tensor
   std::vector<int32_t> d2h_pos;   // per tensor
   std::vector<int32_t> h2d_pos;   // per tensor
   int count = 0;
+  int d2h_size = 0;  // queue lengths: the candidates and fixed transfers
+  int h2d_size = 0;
+  std::vector<FixedCopy> d2h_fixed, h2d_fixed;  // in position order
 };
+
+// Orders `items` (a tensor t, or fixed transfer f as num_tensors + f) by
+// `op_of` each, fixed transfers first at the same op, then by index; the
+// positions go to `tensor_pos` and, for fixed transfers, `fixed`. Returns
+// the queue's length.
+template <typename OpOf>
+int PlaceInQueue(const Trace& trace, std::vector<int32_t> items, OpOf op_of,
+                 std::vector<int32_t>& tensor_pos,
+                 std::vector<FixedCopy>& fixed) {
+  const int32_t num_tensors = trace.num_tensors();
+  std::sort(items.begin(), items.end(), [&](int32_t a, int32_t b) {
+    const int32_t oa = op_of(a), ob = op_of(b);
+    if (oa != ob) return oa < ob;
+    if ((a >= num_tensors) != (b >= num_tensors)) return a >= num_tensors;
+    return a < b;
+  });
+  for (int i = 0; i < static_cast<int>(items.size()); ++i) {
+    if (items[i] < num_tensors) {
+      tensor_pos[items[i]] = i;
+    } else {
+      fixed.push_back({i, items[i] - num_tensors});
+    }
+  }
+  return static_cast<int>(items.size());
+}
+
+// Places the candidates and the fixed transfers in both queues.
+void PlaceQueues(const Trace& trace, const std::vector<int32_t>& candidates,
+                 SwapCandidates& c) {
+  const int32_t num_tensors = trace.num_tensors();
+  std::vector<int32_t> d2h_items = candidates, h2d_items = candidates;
+  for (int32_t f = 0; f < static_cast<int32_t>(trace.fixed_transfers.size());
+       ++f) {
+    const FixedTransfer& x = trace.fixed_transfers[f];
+    if (x.direction == Direction::kD2H) {
+      d2h_items.push_back(num_tensors + f);
+    } else if (x.before_op >= trace.first_backward_op()) {
+      h2d_items.push_back(num_tensors + f);
+    }
+  }
+  auto fixed = [&](int32_t item) -> const FixedTransfer& {
+    return trace.fixed_transfers[item - num_tensors];
+  };
+  c.d2h_pos.assign(trace.tensors.size(), 0);
+  c.h2d_pos.assign(trace.tensors.size(), 0);
+  c.d2h_size = PlaceInQueue(
+      trace, std::move(d2h_items),
+      [&](int32_t item) {
+        return item < num_tensors ? trace.tensors[item].producer_op
+                                  : fixed(item).after_op;
+      },
+      c.d2h_pos, c.d2h_fixed);
+  c.h2d_size = PlaceInQueue(
+      trace, std::move(h2d_items),
+      [&](int32_t item) {
+        return item < num_tensors ? trace.tensors[item].first_backward_use
+                                  : fixed(item).before_op;
+      },
+      c.h2d_pos, c.h2d_fixed);
+}
 
 // Where a swap helps: the all-keep run's highest point between a tensor's
 // last forward use and its first backward use (the leftmost, if several).
@@ -94,30 +227,14 @@ SwapCandidates FindCandidates(const Trace& trace, const IdealTimeline& timeline,
     candidates.push_back(t);
   }
   c.count = static_cast<int>(candidates.size());
-  auto by_production = candidates;
-  std::sort(by_production.begin(), by_production.end(),
-            [&](int32_t a, int32_t b) {
-              const int32_t pa = trace.tensors[a].producer_op,
-                            pb = trace.tensors[b].producer_op;
-              return pa != pb ? pa < pb : a < b;
-            });
-  auto by_deadline = candidates;
-  std::sort(by_deadline.begin(), by_deadline.end(), [&](int32_t a, int32_t b) {
-    const int32_t na = trace.tensors[a].first_backward_use;
-    const int32_t nb = trace.tensors[b].first_backward_use;
-    return na != nb ? na < nb : a < b;
-  });
-  c.d2h_pos.assign(trace.tensors.size(), 0);
-  c.h2d_pos.assign(trace.tensors.size(), 0);
-  for (int i = 0; i < c.count; ++i) {
-    c.d2h_pos[by_production[i]] = i;
-    c.h2d_pos[by_deadline[i]] = i;
-  }
+  PlaceQueues(trace, candidates, c);
   // Ranking.
+  c.ranked = candidates;
   if (options.ranking == SwapRanking::kProductionOrder) {
-    c.ranked = by_production;
+    std::sort(c.ranked.begin(), c.ranked.end(), [&](int32_t a, int32_t b) {
+      return c.d2h_pos[a] < c.d2h_pos[b];
+    });
   } else {
-    c.ranked = candidates;
     std::stable_sort(c.ranked.begin(), c.ranked.end(),
                      [&](int32_t a, int32_t b) {
                        return RecomputeCostPerByte(trace.tensors[a]) >
@@ -126,6 +243,49 @@ SwapCandidates FindCandidates(const Trace& trace, const IdealTimeline& timeline,
   }
   return c;
 }
+
+// The pass's two queues with the fixed transfers admitted. D2H: each is
+// released when its after_op ends and due when its before_op starts (if
+// any). H2D: released when its after_op ends, but not before the forward
+// pass's end (the prefetches' release), and due when its before_op starts.
+// A fixed transfer late with the fixed ones alone is due when it would end:
+// no swap may delay it further.
+struct LinkQueues {
+  LinkQueues(const Trace& trace, const Hardware& hardware,
+             const IdealTimeline& timeline, const SwapCandidates& c)
+      : d2h(c.d2h_size), h2d(c.h2d_size), h2d_tight(c.h2d_size, kAbsent) {
+    for (const FixedCopy& f : c.d2h_fixed) {
+      const FixedTransfer& x = trace.fixed_transfers[f.index];
+      const int64_t ns = TransferNs(x.size_bytes, hardware.d2h_bytes_per_second,
+                                    hardware.transfer_latency_ns);
+      const int64_t release = x.after_op < 0 ? 0 : timeline.End(x.after_op);
+      int64_t due = CopyQueue::kNone;
+      if (x.before_op >= 0) {
+        due = std::max(timeline.op_start_ns[x.before_op],
+                       d2h.End(f.pos, ns, release));
+      }
+      d2h.Admit(f.pos, ns, release, due);
+    }
+    for (const FixedCopy& f : c.h2d_fixed) {
+      const FixedTransfer& x = trace.fixed_transfers[f.index];
+      const int64_t ns = TransferNs(x.size_bytes, hardware.h2d_bytes_per_second,
+                                    hardware.transfer_latency_ns);
+      const int64_t release =
+          std::max(timeline.forward_end_ns,
+                   x.after_op < 0 ? 0 : timeline.End(x.after_op));
+      const int64_t due = std::max(timeline.op_start_ns[x.before_op],
+                                   h2d.End(f.pos, ns, release));
+      h2d.Admit(f.pos, ns, release, due);
+      h2d_tight.Add(f.pos + 1, c.h2d_size, ns);
+    }
+  }
+
+  CopyQueue d2h;
+  CopyQueue h2d;
+  // Per admitted prefetch, the negated slack of the estimate that it and
+  // every prefetch before it start at its release: D - release - P(m).
+  MaxSegmentTree h2d_tight;
+};
 
 }  // namespace
 
@@ -137,27 +297,15 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
   if (!options.link_budget_pass) return admitted;
   const SwapCandidates c =
       FindCandidates(trace, timeline, budget_bytes, options);
-  const int n = c.count;
-  const std::vector<int64_t>& deadline = c.deadline;
-  const int64_t forward_ns = timeline.forward_end_ns;
-  // D2H: a FIFO queue in production order. With P(m) the admitted durations
-  // up to position m, offload m ends at max over k <= m of p_k + P(m) -
-  // P(k - 1), which must not pass its deadline D_m: for every admitted
-  // k <= m, A_k + B_m <= 0 with A_k = p_k - P(k - 1) and B_m = P(m) - D_m.
-  // Admitting position i (duration d) lowers A by d after i and raises B by
-  // d from i on, so pairs on one side of i keep their sums: the new pairs to
-  // check are max over k <= i of A plus max over m >= i of B.
-  MaxSegmentTree a_tree(n, kAbsent), b_tree(n, kAbsent);
-  Fenwick d2h_sum(n), h2d_before(n);
-  MaxSegmentTree h2d_tight(n, kAbsent);
+  LinkQueues q(trace, hardware, timeline, c);
+  const bool fixed_h2d = !c.h2d_fixed.empty();
+  const int n = c.h2d_size;
   int64_t swapped = 0;
   const int64_t bytes_wanted =
       std::max<int64_t>(0, AllKeepPeakBytes(trace) - budget_bytes);
   const int64_t cap = hardware.host_pinned_memory_bytes > 0
                           ? hardware.host_pinned_memory_bytes
                           : std::numeric_limits<int64_t>::max();
-  auto present = [](int64_t v) { return v > kAbsent / 2; };
-
   for (int32_t t : c.ranked) {
     if (swapped >= bytes_wanted) break;
     const Tensor& tensor = trace.tensors[t];
@@ -169,40 +317,29 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
         TransferNs(tensor.size_bytes, hardware.h2d_bytes_per_second,
                    hardware.transfer_latency_ns);
     const int i = c.d2h_pos[t];
-    const int64_t before = d2h_sum.Prefix(i);
-    const int64_t a_i = timeline.End(tensor.producer_op) - before;
-    const int64_t b_i = before + d2h_ns - deadline[t];
-    int64_t a_max = a_i;
-    if (i > 0) {
-      const auto [a, pos] = a_tree.Max(0, i);
-      if (pos >= 0 && present(a)) a_max = std::max(a_max, a);
-    }
-    int64_t b_max = b_i;
-    if (i + 1 < n) {
-      const auto [b, pos] = b_tree.Max(i + 1, n);
-      if (pos >= 0 && present(b)) b_max = std::max(b_max, b + d2h_ns);
-    }
-    if (a_max + b_max > 0) continue;
-    // H2D: later prefetches (positions > j) each finish h2d_ns later.
+    const int64_t produced = timeline.End(tensor.producer_op);
+    if (!q.d2h.Fits(i, d2h_ns, produced, c.deadline[t])) continue;
+    // H2D: every prefetch up to this one starts at its release (the
+    // forward pass's end, or its offload's deadline if later); later
+    // prefetches (positions > j) each finish h2d_ns later.
     const int j = c.h2d_pos[t];
     const int64_t h2d_deadline =
         timeline.op_start_ns[tensor.first_backward_use];
-    const int64_t release = std::max(forward_ns, deadline[t]);
+    const int64_t release = std::max(timeline.forward_end_ns, c.deadline[t]);
     const int64_t own_h2d_slack =
-        h2d_deadline - release - h2d_ns - h2d_before.Prefix(j);
+        h2d_deadline - release - h2d_ns - q.h2d.Before(j);
     if (own_h2d_slack < 0) continue;
-    const auto [later_tight, later_pos] = h2d_tight.Max(j + 1, n);
-    if (later_pos >= 0 && present(later_tight) && -later_tight < h2d_ns)
+    const auto [later_tight, later_pos] = q.h2d_tight.Max(j + 1, n);
+    if (later_pos >= 0 && later_tight > kAbsent / 2 && -later_tight < h2d_ns)
       continue;
-
-    a_tree.Add(i + 1, n, -d2h_ns);
-    a_tree.Add(i, i + 1, a_i - a_tree.Get(i));
-    b_tree.Add(i + 1, n, d2h_ns);
-    b_tree.Add(i, i + 1, b_i - b_tree.Get(i));
-    d2h_sum.Add(i, d2h_ns);
-    h2d_tight.Add(j + 1, n, h2d_ns);
-    h2d_tight.Add(j, j + 1, -own_h2d_slack - h2d_tight.Get(j));
-    h2d_before.Add(j, h2d_ns);
+    // The fixed transfers: their own releases, in the exact FIFO bound.
+    if (fixed_h2d && !q.h2d.Fits(j, h2d_ns, CopyQueue::kNone, h2d_deadline)) {
+      continue;
+    }
+    q.d2h.Admit(i, d2h_ns, produced, c.deadline[t]);
+    q.h2d.Admit(j, h2d_ns, CopyQueue::kNone, h2d_deadline);
+    q.h2d_tight.Add(j + 1, n, h2d_ns);
+    q.h2d_tight.Add(j, j + 1, -own_h2d_slack - q.h2d_tight.Get(j));
     admitted.push_back(t);
     swapped += tensor.size_bytes;
   }

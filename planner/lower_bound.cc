@@ -9,6 +9,8 @@
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
 #include "planner/lp_bound.h"
+#include "simulator/event_model.h"
+#include "simulator/plan.h"
 
 namespace slackswap {
 namespace {
@@ -218,6 +220,84 @@ class WholeDrops {
   long double best_ = std::numeric_limits<long double>::infinity();
 };
 
+// The job's own traffic (the trace's fixed transfers) alone: the all-keep
+// plan replayed with unlimited memory and no node physics. Every plan's op
+// starts no earlier (docs/planner.md, "Fixed transfers").
+struct TrafficRun {
+  std::vector<int64_t> op_start;  // per op
+  int64_t iteration_ns = 0;
+  // The fixed transfers that may start only after the last op, per
+  // direction one after another: the larger direction's sum.
+  int64_t tail_ns = 0;
+};
+
+TrafficRun RunTraffic(const Trace& trace, const Hardware& hardware) {
+  TrafficRun run;
+  run.op_start.assign(trace.ops.size(), 0);
+  int64_t at = 0;
+  for (size_t o = 0; o < trace.ops.size(); ++o) {
+    run.op_start[o] = at;
+    at += trace.ops[o].duration_ns;
+  }
+  run.iteration_ns = at;
+  int64_t tail[2] = {0, 0};
+  for (const FixedTransfer& x : trace.fixed_transfers) {
+    if (x.after_op != trace.num_ops() - 1) continue;
+    const bool d2h = x.direction == Direction::kD2H;
+    tail[d2h] += TransferNs(
+        x.size_bytes,
+        d2h ? hardware.d2h_bytes_per_second : hardware.h2d_bytes_per_second,
+        hardware.transfer_latency_ns);
+  }
+  run.tail_ns = std::max(tail[0], tail[1]);
+  SimulationOptions options;
+  options.record_timeline = true;
+  const absl::StatusOr<SimulationResult> r =
+      Simulate(trace, hardware, Plan::AllKeep(trace), options);
+  // Unlimited memory: the all-keep plan completes (the profiled starts
+  // stand otherwise; they are a bound too).
+  if (!r.ok() || !r->feasible) return run;
+  run.iteration_ns = r->iteration_ns;
+  for (const TimelineEvent& e : r->timeline) {
+    if (e.kind == TimelineKind::kOp) run.op_start[e.index] = e.start_ns;
+  }
+  return run;
+}
+
+// The ops with an excess, the largest first (ties: the earlier op), at most
+// kOpsExamined of them.
+std::vector<int32_t> MostConstrainedOps(const std::vector<int64_t>& excess) {
+  std::vector<int32_t> ops;
+  for (int32_t o = 0; o < static_cast<int32_t>(excess.size()); ++o) {
+    if (excess[o] > 0) ops.push_back(o);
+  }
+  std::sort(ops.begin(), ops.end(), [&](int32_t a, int32_t b) {
+    return excess[a] != excess[b] ? excess[a] > excess[b] : a < b;
+  });
+  if (ops.size() > kOpsExamined) ops.resize(kOpsExamined);
+  return ops;
+}
+
+// The recomputable tensors of positive size, cheapest per byte first (exact
+// ratios; ties by id).
+std::vector<int32_t> RecomputableByCost(const Trace& trace) {
+  std::vector<int32_t> by_cost;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    const Tensor& tensor = trace.tensors[t];
+    if (!tensor.recompute_forbidden && tensor.size_bytes > 0)
+      by_cost.push_back(t);
+  }
+  std::sort(by_cost.begin(), by_cost.end(), [&](int32_t a, int32_t b) {
+    // recompute_ns(a) / size(a) < recompute_ns(b) / size(b), exactly.
+    const absl::int128 left = absl::int128(trace.tensors[a].recompute_ns) *
+                              trace.tensors[b].size_bytes;
+    const absl::int128 right = absl::int128(trace.tensors[b].recompute_ns) *
+                               trace.tensors[a].size_bytes;
+    return left != right ? left < right : a < b;
+  });
+  return by_cost;
+}
+
 }  // namespace
 
 ProvenFloor ComputeProvenFloor(const Trace& trace) {
@@ -287,38 +367,25 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
     }
   }
 
-  // The most constrained ops.
-  std::vector<int32_t> ops;
-  for (int32_t o = 0; o < num_ops; ++o) {
-    if (excess[o] > 0) ops.push_back(o);
-  }
-  std::sort(ops.begin(), ops.end(), [&](int32_t a, int32_t b) {
-    return excess[a] != excess[b] ? excess[a] > excess[b] : a < b;
-  });
-  if (ops.size() > kOpsExamined) ops.resize(kOpsExamined);
+  const std::vector<int32_t> ops = MostConstrainedOps(excess);
 
   const long double w =
       static_cast<long double>(hardware.d2h_bytes_per_second) / 1e9L;
   std::vector<int64_t> start(num_ops + 1, 0);
   for (int32_t o = 0; o < num_ops; ++o)
     start[o + 1] = start[o] + trace.ops[o].duration_ns;
+  // With fixed transfers, op o starts no earlier than in the traffic's own
+  // run, and the transfers after the last op follow it.
+  const bool traffic = !trace.fixed_transfers.empty();
+  TrafficRun run;
+  if (traffic) {
+    run = RunTraffic(trace, hardware);
+    bound.iteration_ns = std::max(bound.iteration_ns, run.iteration_ns);
+  }
 
   // Recomputable tensors cheapest per byte first, once: each op's knapsack
   // takes them in this order.
-  std::vector<int32_t> by_cost;
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    const Tensor& tensor = trace.tensors[t];
-    if (!tensor.recompute_forbidden && tensor.size_bytes > 0)
-      by_cost.push_back(t);
-  }
-  std::sort(by_cost.begin(), by_cost.end(), [&](int32_t a, int32_t b) {
-    // recompute_ns(a) / size(a) < recompute_ns(b) / size(b), exactly.
-    const absl::int128 left = absl::int128(trace.tensors[a].recompute_ns) *
-                              trace.tensors[b].size_bytes;
-    const absl::int128 right = absl::int128(trace.tensors[b].recompute_ns) *
-                               trace.tensors[a].size_bytes;
-    return left != right ? left < right : a < b;
-  });
+  const std::vector<int32_t> by_cost = RecomputableByCost(trace);
   std::vector<std::pair<long double, long double>> items;
   std::vector<DropItem> drops;
   for (int32_t o : ops) {
@@ -343,7 +410,8 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
                        !tensor.swap_forbidden});
     }
     const Knapsack knapsack(items);
-    const long double t0 = static_cast<long double>(start[o]);
+    const int64_t op_start = traffic ? run.op_start[o] : start[o];
+    const long double t0 = static_cast<long double>(op_start);
     const long double e = static_cast<long double>(excess[o]);
     long double extra = ExtraTime(e, w, t0, swappable, knapsack);
     // Finite: the removable bytes cover the excess (checked above).
@@ -354,8 +422,12 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
       if (whole.has_value()) extra = std::max(extra, *whole);
     }
     // Round down: the bound must never exceed a real iteration time.
-    const int64_t candidate =
-        trace.ideal_ns + static_cast<int64_t>(std::floor(extra));
+    // Op o's start, the profiled ops from it on, the fixed transfers after
+    // the last op.
+    const int64_t base =
+        traffic ? op_start + (start[num_ops] - start[o]) + run.tail_ns
+                : trace.ideal_ns;
+    const int64_t candidate = base + static_cast<int64_t>(std::floor(extra));
     if (candidate > bound.iteration_ns) {
       bound.iteration_ns = candidate;
       bound.binding_op = o;

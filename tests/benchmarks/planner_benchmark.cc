@@ -16,6 +16,7 @@
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
 #include "simulator/medium_traces.h"
+#include "simulator/offload_traffic.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 #include "tests/planner/shaped_traces.h"
@@ -75,6 +76,52 @@ BENCHMARK(BM_PlanBertLarge50)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlanBertLarge30)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlanLlama7b50)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlanLlama7b30)->Unit(benchmark::kMillisecond);
+
+// The job's own host traffic (issue 30; target: GPT-2 XL with FSDP CPU
+// offload, one unit per layer, under 10 ms), with the anytime search as by
+// default and without it (the passes, validation and repair alone).
+const Workload& Offloading(const std::string& preset, Offload offload) {
+  static auto* cache =
+      new std::map<std::pair<std::string, Offload>, Workload>();
+  auto it = cache->find({preset, offload});
+  if (it == cache->end()) {
+    Workload w;
+    w.hardware = *HardwarePreset("a100");
+    WorkloadSpec spec = *WorkloadPreset(preset);
+    spec.offload = offload;
+    w.trace = *ValidateTrace(*GenerateTrace(spec, w.hardware));
+    w.peak_bytes = AllKeepPeakBytes(w.trace);
+    it = cache->emplace(std::make_pair(preset, offload), std::move(w)).first;
+  }
+  return it->second;
+}
+void PlanOffloading(benchmark::State& state, Offload offload, bool search) {
+  const Workload& w = Offloading("gpt2-xl", offload);
+  PlannerOptions options;
+  if (!search) options.search_time_ms = 0;
+  for (auto _ : state) {
+    absl::StatusOr<PlanningResult> r =
+        PlanSlackSwap(w.trace, w.hardware, w.peak_bytes / 2, options);
+    if (!r.ok() || !r->feasible) state.SkipWithError("no plan");
+    benchmark::DoNotOptimize(r);
+  }
+}
+void BM_PlanGpt2Xl50FsdpCpu(benchmark::State& s) {
+  PlanOffloading(s, Offload::kFsdpCpu, true);
+}
+void BM_PlanGpt2Xl50FsdpCpuNoSearch(benchmark::State& s) {
+  PlanOffloading(s, Offload::kFsdpCpu, false);
+}
+void BM_PlanGpt2Xl50Zero(benchmark::State& s) {
+  PlanOffloading(s, Offload::kZero, true);
+}
+void BM_PlanGpt2Xl50ZeroDpu(benchmark::State& s) {
+  PlanOffloading(s, Offload::kZeroDpu, true);
+}
+BENCHMARK(BM_PlanGpt2Xl50FsdpCpu)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanGpt2Xl50FsdpCpuNoSearch)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanGpt2Xl50Zero)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanGpt2Xl50ZeroDpu)->Unit(benchmark::kMillisecond);
 
 // Node physics (issue 17; targets: GPT-2 XL with all three on under 5 ms,
 // a 4-job node under 50 ms; docs/benchmarks.md gives each as a ratio to

@@ -173,6 +173,20 @@ Issue 27: traces of kinds the passes were not tuned on, from seeds not used whil
 |---|---|---|---|---|---|---|---|---|---|
 )md";
 
+inline constexpr char kOffloadIntro[] =
+    R"md(## 16. The job's own host traffic
+
+Issue 30: a job that offloads more than activations already moves bytes over the host link (docs/workloads.md, "Offload modes"; docs/event-model.md, "Fixed transfers"). GPT-2 XL and Llama-7B in bf16, one unit per layer, with ZeRO-Offload (`zero`), ZeRO-Offload with the delayed parameter update (`zero-dpu`) and FSDP with CPU offload (`fsdp-cpu`); budgets are a share of the all-keep peak with the traffic (FSDP's parameter copies hold GPU memory). Three plans, each replayed with the traffic at the same budget: (a) SlackSwap planning the trace without the traffic, its predicted % of ideal and what the replay gives; (b) SlackSwap planning without the traffic for links derated by its average share of each direction over the ideal iteration (H2D / D2H share below; what dividing the measured bandwidth does); (c) SlackSwap planning with the traffic. % of ideal is the traffic-free ideal iteration over the replayed one; "stuck": the replay cannot fit the traffic's memory (FSDP's parameter copies, ZeRO's gradients waiting for the link) beside the plan's, and says what the step it stopped at waited for. For (c), its stall by cause in ms (waiting for fixed transfers / prefetches / memory, then the recompute time) and how far it is above its lower bound (docs/planner.md, "Planning around the job's own host traffic").
+
+| Model | GPU | Budget | Offload | Traffic share H2D / D2H | (a) without the traffic: predicted → replayed | (b) derated link | (c) with the traffic | (c) fixed / prefetch / memory stall / recompute, ms | (c) above its bound |
+|---|---|---|---|---|---|---|---|---|---|
+)md";
+
+inline constexpr char kOffloadLeftOut[] =
+    R"md(What the model leaves out: the host's CPU optimizer step (ZeRO's and FSDP's `optimizer.step()` between the last gradient's arrival and the first updated parameter's departure: the model starts each parameter copy as soon as its op allows), host memory bandwidth, and data parallelism's collectives. Where the traffic alone takes the link longer than the compute (Llama-7B's 13.5 GB per direction at 25 GB/s), no plan comes near the ideal: the iteration is the traffic's.
+
+)md";
+
 // The closing section.
 inline constexpr char kWhyTheBaselines[] =
     R"md(## Why the baselines land where they do

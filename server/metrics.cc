@@ -134,6 +134,7 @@ struct PlanFamilies {
   prometheus::Family<prometheus::Histogram>& recompute;
   prometheus::Family<prometheus::Histogram>& uplink_wait;
   prometheus::Family<prometheus::Histogram>& contention;
+  prometheus::Family<prometheus::Histogram>& fixed_wait;
   prometheus::Family<prometheus::Histogram>& reserved;
   prometheus::Family<prometheus::Histogram>& scaled;
   prometheus::Family<prometheus::Histogram>& planning;
@@ -181,6 +182,15 @@ PlanFamilies RegisterPlanFamilies(prometheus::Registry& registry) {
               "Predicted time per iteration that the transfers of each "
               "feasible plan a Plan call returned took beyond their own "
               "link's time, sharing the host uplink (0 without).")
+          .Register(registry);
+  auto& fixed_wait =
+      prometheus::BuildHistogram()
+          .Name("slackswap_plan_fixed_transfer_wait_seconds")
+          .Help(
+              "Predicted time per iteration that the compute stream of each "
+              "feasible plan a Plan call returned waited for the job's own "
+              "host transfers (the trace's fixed transfers: ZeRO-Offload, "
+              "FSDP CPU offload; 0 without).")
           .Register(registry);
   auto& contention =
       prometheus::BuildHistogram()
@@ -234,9 +244,9 @@ PlanFamilies RegisterPlanFamilies(prometheus::Registry& registry) {
           .Name("slackswap_recomputed_bytes_total")
           .Help("Bytes the plans of Plan calls recompute, summed over plans.")
           .Register(registry);
-  return {plans,      throughput, stall,     recompute, uplink_wait,
-          contention, reserved,   scaled,    planning,  repairs,
-          gap,        swapped,    recomputed};
+  return {plans,      throughput, stall,    recompute,  uplink_wait,
+          contention, fixed_wait, reserved, scaled,     planning,
+          repairs,    gap,        swapped,  recomputed};
 }
 
 }  // namespace
@@ -264,6 +274,7 @@ void ServerMetrics::RegisterPlans(prometheus::Registry& registry) {
     m.recompute = &f.recompute.Add({{"policy", policy}}, Seconds());
     m.uplink_wait = &f.uplink_wait.Add({{"policy", policy}}, Seconds());
     m.contention = &f.contention.Add({{"policy", policy}}, Seconds());
+    m.fixed_wait = &f.fixed_wait.Add({{"policy", policy}}, Seconds());
     m.reserved = &f.reserved.Add({{"policy", policy}}, DeviceBytes());
     m.planning = &f.planning.Add({{"policy", policy}}, Seconds());
     m.repairs = &f.repairs.Add(
@@ -332,6 +343,7 @@ void ServerMetrics::Planned(Method call, Policy policy,
   m.recompute->Observe(static_cast<double>(r.recompute_ns) / 1e9);
   m.uplink_wait->Observe(static_cast<double>(r.uplink_wait_ns) / 1e9);
   m.contention->Observe(static_cast<double>(r.contention_ns) / 1e9);
+  m.fixed_wait->Observe(static_cast<double>(r.fixed_transfer_wait_ns) / 1e9);
   if (r.peak_reserved_bytes > 0) {
     m.reserved->Observe(static_cast<double>(r.peak_reserved_bytes));
   }

@@ -29,6 +29,7 @@
 //   slackswap_plan_recompute_seconds{policy}              histogram
 //   slackswap_plan_uplink_wait_seconds{policy}            histogram
 //   slackswap_plan_contention_seconds{policy}             histogram
+//   slackswap_plan_fixed_transfer_wait_seconds{policy}    histogram
 //   slackswap_plan_reserved_bytes{policy}                 histogram (with an
 //                                                         allocator model)
 //   slackswap_plan_scaled_throughput_ratio{policy}        histogram (the
@@ -110,6 +111,7 @@ class ServerMetrics : public PlanObserver {
     prometheus::Histogram* stall = nullptr;
     prometheus::Histogram* recompute = nullptr;
     prometheus::Histogram* uplink_wait = nullptr;
+    prometheus::Histogram* fixed_wait = nullptr;
     prometheus::Histogram* contention = nullptr;
     prometheus::Histogram* reserved = nullptr;
     prometheus::Histogram* scaled = nullptr;

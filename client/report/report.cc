@@ -158,6 +158,7 @@ absl::Status Report::Run() {
     SLACKSWAP_RETURN_IF_ERROR(Contention());
     SLACKSWAP_RETURN_IF_ERROR(Speeds());
     SLACKSWAP_RETURN_IF_ERROR(BeyondSmall());
+    SLACKSWAP_RETURN_IF_ERROR(OffloadTraffic());
   }
   if (!options_.quick) Bars();
   std::string head = absl::StrCat(

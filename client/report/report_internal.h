@@ -145,6 +145,7 @@ class Report {
                              const PolicyOptions& fits_now,
                              RobustnessCounts& counts);
   absl::Status BeyondSmall();
+  absl::Status OffloadTraffic();
   void Bars();
 
   const ReportOptions& options_;

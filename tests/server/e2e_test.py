@@ -425,6 +425,43 @@ class ServerTest(unittest.TestCase):
         self.assertIsNone(self.server.proc.poll())
         self.stub.Plan(self.plan_request(0.6), timeout=30)
 
+    def test_offload_traffic_reaches_plan_compare_frontier_and_the_metrics(self):
+        from slackswap.v1 import plan_pb2, planning_pb2, service_pb2
+        planned = planning_pb2.PLAN_OUTCOME_PLANNED
+        generated = self.stub.GenerateTrace(service_pb2.GenerateTraceRequest(
+            workload_preset="gpt2-xl", hardware_preset="a100", layers=4,
+            offload=service_pb2.OFFLOAD_FSDP_CPU), timeout=30)
+        # Per layer a forward and a backward parameter fetch and a gradient copy.
+        self.assertEqual(len(generated.trace.fixed_transfers), 3 * 4)
+        request = service_pb2.PlanRequest(trace=generated.trace, hardware=generated.hardware,
+                                          budget=plan_pb2.Budget(fraction_of_peak=0.5))
+        report = self.stub.Plan(request, timeout=30).report
+        self.assertEqual(report.outcome, planned, report.reason)
+        self.assertGreater(report.metrics.fixed_transfer_wait_ns, 0)
+        self.assertLessEqual(report.lower_bound_ns, report.metrics.iteration_ns)
+        self.assertGreater(metric_value(self.server.metrics_port,
+                                        "slackswap_plan_fixed_transfer_wait_seconds_sum",
+                                        {"policy": "slackswap"}), 0)
+        # Every policy replays with the traffic: none is faster than the bound.
+        compare = self.stub.Compare(service_pb2.CompareRequest(
+            trace=generated.trace, hardware=generated.hardware,
+            budgets=[plan_pb2.Budget(fraction_of_peak=0.5)],
+            policies=[planning_pb2.POLICY_SLACKSWAP, planning_pb2.POLICY_VDNN,
+                      planning_pb2.POLICY_CHECKPOINTING]), timeout=60).comparison
+        entries = [e for e in compare.entries if e.report.outcome == planned]
+        self.assertGreaterEqual(len(entries), 2)
+        for e in entries:
+            self.assertGreater(e.report.metrics.fixed_transfer_wait_ns, 0, e.policy)
+            self.assertGreaterEqual(e.report.metrics.iteration_ns, report.lower_bound_ns, e.policy)
+        # With the whole peak, all-keep still waits for the parameters.
+        frontier = self.stub.Frontier(service_pb2.FrontierRequest(
+            trace=generated.trace, hardware=generated.hardware, budget_fractions=[0.5, 1.0]),
+            timeout=60)
+        full = [p for p in frontier.points if p.budget_fraction_of_peak == 1.0]
+        self.assertEqual(len(full), 1)
+        self.assertEqual(full[0].outcome, planned)
+        self.assertLess(full[0].throughput_ratio, 1.0)
+
     def test_node_physics_from_python_reach_the_plan_and_the_metrics(self):
         from slackswap.v1 import plan_pb2, planning_pb2, service_pb2, simulation_pb2
         request = self.plan_request(0.4)

@@ -2,7 +2,8 @@
 """Writes the request fuzzer's seed corpus (tests/fuzz/request_fuzzer.cc).
 
 From the trace fuzzer's seeds (tests/fuzz/corpus: one control byte, then a
-trace), one trace of each model family, behind the request fuzzer's control
+trace), one trace of each model family and of two offload modes (fsdp, zero:
+the job's own host traffic), behind the request fuzzer's control
 bytes: PlanNode and Plan seeds (the trace itself), and raw seeds (a
 PlanNodeRequest of two jobs of the trace, encoded here). The control bytes
 are drawn from a fixed seed with the mode bits set, so the output is the same
@@ -18,7 +19,7 @@ import sys
 
 CONTROL_BYTES = 10  # kControlBytes
 MODES = {"node": 0, "plan": 2, "raw": 3}
-FAMILIES = ("bert", "gpt2", "llama", "vgg16")
+FAMILIES = ("bert", "gpt2", "llama", "vgg16", "fsdp", "zero")
 
 
 def varint(value):

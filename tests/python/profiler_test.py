@@ -467,6 +467,27 @@ class ServerTest(unittest.TestCase):
         cls.proc.wait(timeout=30)
         cls.proc.stdout.close()
 
+    def test_generated_offload_traffic_from_the_client(self):
+        from slackswap_client import Client
+        from slackswap.v1 import planning_pb2
+        with Client(self.address, deadline=60) as client:
+            plain = client.generate("gpt2-xl", layers=2)
+            self.assertEqual(len(plain.trace.fixed_transfers), 0)
+            fsdp = client.generate("gpt2-xl", layers=2, offload="fsdp-cpu")
+            # Per layer a forward and a backward fetch and a gradient copy.
+            self.assertEqual(len(fsdp.trace.fixed_transfers), 6)
+            self.assertEqual([o.name for o in fsdp.trace.operators],
+                             [o.name for o in plain.trace.operators])
+            # Two layers: the parameter copies (the first with the embedding)
+            # set the floor above half the peak.
+            report = client.plan(fsdp.trace, hardware=fsdp.hardware,
+                                 budget_fraction=0.8).report
+            self.assertEqual(report.outcome, planning_pb2.PLAN_OUTCOME_PLANNED, report.reason)
+            self.assertGreater(report.metrics.fixed_transfer_wait_ns, 0)
+            self.assertLessEqual(report.lower_bound_ns, report.metrics.iteration_ns)
+            with self.assertRaisesRegex(ValueError, "offload"):
+                client.generate("gpt2-xl", offload="zero3")
+
     def test_profile_plan_and_replay_through_the_server(self):
         from slackswap.v1 import planning_pb2
         from slackswap_client import Client

@@ -164,6 +164,27 @@ class Client:
         except grpc.RpcError as error:
             raise _decode_error(error) from None
 
+    def generate(self, preset, hardware="a100", batch=0, sequence_length=0, layers=0,
+                 offload=None):
+        """Builds a trace from a workload preset ("gpt2-xl", "llama-7b", ...)
+        on the server and returns the GenerateTraceResponse: `.trace` and
+        `.hardware` (the GPU preset's descriptor). 0: the preset's batch,
+        sequence length or layers. offload: None (or "none"), "zero",
+        "zero-dpu" or "fsdp-cpu" adds the job's own host-link traffic as the
+        trace's fixed transfers (docs/workloads.md, "Offload modes"); plan,
+        simulate, compare and frontier then share the link with it."""
+        from slackswap.v1 import service_pb2
+        modes = {None: "OFFLOAD_NONE", "none": "OFFLOAD_NONE", "zero": "OFFLOAD_ZERO",
+                 "zero-dpu": "OFFLOAD_ZERO_DPU", "fsdp-cpu": "OFFLOAD_FSDP_CPU"}
+        if offload not in modes:
+            raise ValueError(f"offload: {offload!r} is not one of none, zero, zero-dpu, "
+                             "fsdp-cpu")
+        request = service_pb2.GenerateTraceRequest(
+            workload_preset=preset, hardware_preset=hardware, batch=batch,
+            sequence_length=sequence_length, layers=layers,
+            offload=service_pb2.Offload.Value(modes[offload]))
+        return self._call(self._planner.GenerateTrace, request)
+
     def plan(self, trace, hardware="a100", budget_bytes=None, budget_fraction=None,
              policy="slackswap", options=None, physics=None, search_time_ms=None,
              gap_target=None):

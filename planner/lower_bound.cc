@@ -9,8 +9,7 @@
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
 #include "planner/lp_bound.h"
-#include "simulator/event_model.h"
-#include "simulator/plan.h"
+#include "planner/traffic_run.h"
 
 namespace slackswap {
 namespace {
@@ -220,50 +219,6 @@ class WholeDrops {
   long double best_ = std::numeric_limits<long double>::infinity();
 };
 
-// The job's own traffic (the trace's fixed transfers) alone: the all-keep
-// plan replayed with unlimited memory and no node physics. Every plan's op
-// starts no earlier (docs/planner.md, "Fixed transfers").
-struct TrafficRun {
-  std::vector<int64_t> op_start;  // per op
-  int64_t iteration_ns = 0;
-  // The fixed transfers that may start only after the last op, per
-  // direction one after another: the larger direction's sum.
-  int64_t tail_ns = 0;
-};
-
-TrafficRun RunTraffic(const Trace& trace, const Hardware& hardware) {
-  TrafficRun run;
-  run.op_start.assign(trace.ops.size(), 0);
-  int64_t at = 0;
-  for (size_t o = 0; o < trace.ops.size(); ++o) {
-    run.op_start[o] = at;
-    at += trace.ops[o].duration_ns;
-  }
-  run.iteration_ns = at;
-  int64_t tail[2] = {0, 0};
-  for (const FixedTransfer& x : trace.fixed_transfers) {
-    if (x.after_op != trace.num_ops() - 1) continue;
-    const bool d2h = x.direction == Direction::kD2H;
-    tail[d2h] += TransferNs(
-        x.size_bytes,
-        d2h ? hardware.d2h_bytes_per_second : hardware.h2d_bytes_per_second,
-        hardware.transfer_latency_ns);
-  }
-  run.tail_ns = std::max(tail[0], tail[1]);
-  SimulationOptions options;
-  options.record_timeline = true;
-  const absl::StatusOr<SimulationResult> r =
-      Simulate(trace, hardware, Plan::AllKeep(trace), options);
-  // Unlimited memory: the all-keep plan completes (the profiled starts
-  // stand otherwise; they are a bound too).
-  if (!r.ok() || !r->feasible) return run;
-  run.iteration_ns = r->iteration_ns;
-  for (const TimelineEvent& e : r->timeline) {
-    if (e.kind == TimelineKind::kOp) run.op_start[e.index] = e.start_ns;
-  }
-  return run;
-}
-
 // The ops with an excess, the largest first (ties: the earlier op), at most
 // kOpsExamined of them.
 std::vector<int32_t> MostConstrainedOps(const std::vector<int64_t>& excess) {
@@ -379,7 +334,7 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
   const bool traffic = !trace.fixed_transfers.empty();
   TrafficRun run;
   if (traffic) {
-    run = RunTraffic(trace, hardware);
+    run = RunTrafficAlone(trace, hardware);
     bound.iteration_ns = std::max(bound.iteration_ns, run.iteration_ns);
   }
 

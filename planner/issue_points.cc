@@ -79,7 +79,8 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw,
   });
   int64_t next_start = std::numeric_limits<int64_t>::max();
   // The H2D queue, walked back from its end: the fixed transfers needed
-  // after a prefetch's need (or at it: they go first) hold the link then.
+  // after a prefetch's need hold the link then (those needed at it go
+  // before it: fixed transfers first at ties).
   const std::vector<int32_t> fixed_h2d = FixedInOrder(trace, Direction::kH2D);
   auto next_fixed_h2d = fixed_h2d.rbegin();
   for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) {
@@ -88,7 +89,7 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw,
     const int32_t need = draft.need(t);
     for (; next_fixed_h2d != fixed_h2d.rend(); ++next_fixed_h2d) {
       const FixedTransfer& x = trace.fixed_transfers[*next_fixed_h2d];
-      if (x.before_op >= 0 && x.before_op < need) break;
+      if (x.before_op >= 0 && x.before_op <= need) break;
       const int64_t due =
           x.before_op < 0 ? std::numeric_limits<int64_t>::max()
                           : start[x.before_op] - rebuild_before[x.before_op];

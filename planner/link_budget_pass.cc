@@ -277,13 +277,20 @@ struct LinkQueues {
                                    h2d.End(f.pos, ns, release));
       h2d.Admit(f.pos, ns, release, due);
       h2d_tight.Add(f.pos + 1, c.h2d_size, ns);
+      // A prefetch ahead of it in the queue delays it too: its slack from
+      // the prefetches' release, as a prefetch's own (at least 0: the due
+      // is at least its end with the fixed transfers alone).
+      const int64_t tight =
+          timeline.forward_end_ns + h2d.Before(f.pos) + ns - due;
+      h2d_tight.Add(f.pos, f.pos + 1, tight - h2d_tight.Get(f.pos));
     }
   }
 
   CopyQueue d2h;
   CopyQueue h2d;
   // Per admitted prefetch, the negated slack of the estimate that it and
-  // every prefetch before it start at its release: D - release - P(m).
+  // every copy before it start at its release: D - release - P(m); per
+  // fixed transfer, the same from the prefetches' release.
   MaxSegmentTree h2d_tight;
 };
 

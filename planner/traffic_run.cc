@@ -28,10 +28,17 @@ TrafficRun RunTrafficAlone(const Trace& trace, const Hardware& hardware) {
         hardware.transfer_latency_ns);
   }
   run.tail_ns = std::max(tail[0], tail[1]);
+  // No node physics: each copy at the link rate `hardware` gives (the
+  // caller's lockstep share, or the GPU's own link when ranks are skewed: a
+  // rank may find the uplink to itself).
+  Hardware alone = hardware;
+  alone.gpus_per_uplink = 1;
+  alone.uplink_d2h_bytes_per_second = 0;
+  alone.uplink_h2d_bytes_per_second = 0;
   SimulationOptions options;
   options.record_timeline = true;
   const absl::StatusOr<SimulationResult> r =
-      Simulate(trace, hardware, Plan::AllKeep(trace), options);
+      Simulate(trace, alone, Plan::AllKeep(trace), options);
   // Unlimited memory: the all-keep plan completes (the profiled starts
   // stand otherwise; they are a bound too).
   if (!r.ok() || !r->feasible) return run;

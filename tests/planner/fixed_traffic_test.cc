@@ -5,15 +5,18 @@
 // The hand-worked traces use a link of 1 byte/ns, so every time can be
 // checked with pencil and paper.
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "planner/issue_points.h"
 #include "planner/link_budget_pass.h"
 #include "planner/lower_bound.h"
 #include "planner/plan_draft.h"
 #include "planner/slackswap.h"
 #include "simulator/event_model.h"
 #include "simulator/offload_traffic.h"
+#include "simulator/plan.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 #include "tests/simulator/event_model_helpers.h"
@@ -78,6 +81,57 @@ TEST(FixedTrafficPlanningTest, AFetchReleasedLateHoldsTheQueueBehindIt) {
   TinyTrace t = PassOneTrace();
   t.Fixed(Direction::kH2D, 30, 3, 4);
   EXPECT_TRUE(PassOne(t).empty());
+}
+
+TEST(FixedTrafficPlanningTest, PassOneDelaysNoFetchQueuedBehindAPrefetch) {
+  // Op 2's 100-byte workspace with tensor 0 passes the 100-byte budget, so
+  // tensor 0 (20 bytes, needed by op 4 at 310) is a candidate. A fetch
+  // released at the forward pass's end (210) and needed by op 5 (410) goes
+  // after the prefetch in the queue. 185 bytes end at 395 alone, at 415
+  // behind the prefetch: the swap would make the job's copy late.
+  auto trace = [](int64_t fetch_bytes) {
+    TinyTrace t;
+    t.Fwd(10), t.Fwd(100), t.Fwd(100, 0, 100);
+    t.Bwd(100), t.Bwd(100), t.Bwd(100);
+    const int a = t.Tensor(20, 0, {4});
+    t.spec.tensors[a].recompute_forbidden = true;
+    t.Fixed(Direction::kH2D, fetch_bytes, 2, 5);
+    return t.Build();
+  };
+  PlannerOptions options;
+  options.guard_fraction = 0;
+  for (const auto& [bytes, admitted] :
+       std::vector<std::pair<int64_t, size_t>>{{185, 0}, {170, 1}}) {
+    const Trace t = trace(bytes);
+    EXPECT_EQ(
+        SelectSwaps(t, ByteNanosecondLink(), IdealTimeline(t), 100, options)
+            .size(),
+        admitted)
+        << bytes << " bytes";
+  }
+}
+
+TEST(FixedTrafficPlanningTest, APrefetchFollowsTheFetchNeededByTheSameOp) {
+  // Ops 3-12 take 10 ns from 210; tensor 0 (20 bytes) is needed by op 12 at
+  // 300. A 30-byte fetch released at 210 and needed by op 12 goes first at
+  // the tie, as one needed by op 11 would: either way the prefetch can start
+  // as late as 280, at op 10.
+  for (int32_t before : {12, 11}) {
+    TinyTrace t;
+    t.Fwd(10), t.Fwd(100), t.Fwd(100, 0, 100);
+    for (int i = 0; i < 10; ++i) t.Bwd(10);
+    t.Tensor(20, 0, {12});
+    t.Fixed(Direction::kH2D, 30, 2, before);
+    const Trace trace = t.Build();
+    PlanDraft draft(trace);
+    draft.SetSwap(0, 0, trace.first_backward_op());
+    PlaceSwaps(trace, ByteNanosecondLink(), IdealTimeline(trace),
+               BlockRunStarts(trace), false,
+               std::vector<int64_t>(trace.tensors.size(), 0),
+               std::vector<uint8_t>(trace.tensors.size(), 0), draft);
+    EXPECT_EQ(draft.plan().prefetch_issue_op[0], 10)
+        << "fetch before " << before;
+  }
 }
 
 TEST(FixedTrafficPlanningTest, OffloadsQueueBehindTheJobsEarlierCopies) {
@@ -166,6 +220,38 @@ TEST(FixedTrafficBoundTest, EachOpStartsNoEarlierThanTheTrafficLetsIt) {
   ASSERT_TRUE(r.feasible) << r.infeasibility.reason;
   EXPECT_EQ(r.iteration_ns, 110);
   EXPECT_EQ(r.fixed_transfer_wait_ns, 40);
+}
+
+TEST(FixedTrafficBoundTest, SkewedRanksMayFindTheUplinkToThemselves) {
+  // Two GPUs behind a 1 byte/ns uplink: in lockstep each rank's 100-byte
+  // parameter copy takes 200 ns, but a rank 1 ms ahead of the other has the
+  // uplink to itself: 100 ns, and all-keep ends at 110. The bound uses the
+  // GPU's own link under skew.
+  TinyTrace t;
+  t.Fwd(10), t.Bwd(10);
+  t.Tensor(10, 0, {1});
+  t.Fixed(Direction::kH2D, 100, -1, 1);
+  const Trace trace = t.Build();
+  Hardware hw = ByteNanosecondLink();
+  hw.gpus_per_uplink = 2;
+  hw.uplink_d2h_bytes_per_second = 1'000'000'000;
+  hw.uplink_h2d_bytes_per_second = 1'000'000'000;
+  SimulationOptions skewed;
+  skewed.physics.rank_skew_ns = 1'000'000;
+  const absl::StatusOr<SimulationResult> r =
+      Simulate(trace, hw, Plan::AllKeep(trace), skewed);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->feasible);
+  EXPECT_EQ(r->iteration_ns, 110);
+  PlannerOptions options;
+  options.physics.rank_skew_ns = 1'000'000;
+  options.search_time_ms = 0;
+  const absl::StatusOr<PlanningResult> p =
+      PlanSlackSwap(trace, hw, AllKeepPeakBytes(trace), options);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->feasible);
+  EXPECT_EQ(p->lower_bound.iteration_ns, 110);
+  EXPECT_LE(p->lower_bound.iteration_ns, p->replay.iteration_ns);
 }
 
 // The bound stays below every plan that fits: random plans and SlackSwap's

@@ -244,8 +244,8 @@ PlanFamilies RegisterPlanFamilies(prometheus::Registry& registry) {
           .Name("slackswap_recomputed_bytes_total")
           .Help("Bytes the plans of Plan calls recompute, summed over plans.")
           .Register(registry);
-  return {plans,      throughput, stall,    recompute,  uplink_wait,
-          contention, fixed_wait, reserved, scaled,     planning,
+  return {plans,      throughput, stall,    recompute, uplink_wait,
+          contention, fixed_wait, reserved, scaled,    planning,
           repairs,    gap,        swapped,  recomputed};
 }
 

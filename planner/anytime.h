@@ -36,13 +36,15 @@ namespace slackswap {
 // The element-replays (a replay of a trace costs its operators + tensors +
 // uses + recompute inputs, plus kSearchReplayOverhead for the candidate's
 // schedule and bookkeeping) that stand for one millisecond of the search:
-// about what one core of a 2 GHz machine searches (docs/benchmarks.md).
-inline constexpr int64_t kSearchWorkPerMs = 25'000;
+// what one core searches, measured on the medium traces of
+// docs/benchmarks.md ("The anytime search": 38,000-45,000 element-replays
+// a millisecond, replays times elements over the median time).
+inline constexpr int64_t kSearchWorkPerMs = 40'000;
 inline constexpr int64_t kSearchReplayOverhead = 300;
 
 // The replays PlannerOptions::search_time_ms allows on `trace`: 0 when the
 // search is off or the limit allows fewer than kMinSearchReplays (a trace of
-// about 25,000 elements at 100 ms).
+// about 62,000 elements at 150 ms).
 inline constexpr int64_t kMinSearchReplays = 96;
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options);
 

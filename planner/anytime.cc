@@ -35,6 +35,7 @@ int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
       int64_t{trace.num_ops()} + trace.num_tensors() +
       static_cast<int64_t>(trace.uses.items.size()) +
       static_cast<int64_t>(trace.recompute_inputs.items.size()) +
+      static_cast<int64_t>(trace.fixed_transfers.size()) +
       kSearchReplayOverhead;
   const double work =
       options.search_time_ms * static_cast<double>(kSearchWorkPerMs);

@@ -34,9 +34,9 @@
 namespace slackswap {
 
 // The element-replays (a replay of a trace costs its operators + tensors +
-// uses + recompute inputs, plus kSearchReplayOverhead for the candidate's
-// schedule and bookkeeping) that stand for one millisecond of the search:
-// what one core searches, measured on the medium traces of
+// uses + recompute inputs + fixed transfers, plus kSearchReplayOverhead for the
+// candidate's schedule and bookkeeping) that stand for one millisecond of the
+// search: what one core searches, measured on the medium traces of
 // docs/benchmarks.md ("The anytime search": 38,000-45,000 element-replays
 // a millisecond, replays times elements over the median time).
 inline constexpr int64_t kSearchWorkPerMs = 40'000;

@@ -20,6 +20,9 @@ constexpr int kOpsExamined = 16;
 // already close where many small tensors are removable).
 constexpr size_t kWholeDropTensors = 64;
 constexpr int64_t kWholeDropNodes = 1 << 14;
+// With fixed transfers: the parameter fetches whose ops wait longest, each
+// tried at every examined op.
+constexpr size_t kFetchWaitsExamined = 8;
 
 // Adds `bytes` to ops [first, last] of a difference array.
 void AddRange(std::vector<int64_t>& diff, int32_t first, int32_t last,
@@ -253,6 +256,112 @@ std::vector<int32_t> RecomputableByCost(const Trace& trace) {
   return by_cost;
 }
 
+// The least time beyond op o's start `t0` that removing `excess` bytes at o
+// costs (ExtraTime, and WholeDrops where few tensors are removable); the
+// tensors marked in `free` (if given) cost nothing to rebuild. nullopt where
+// the removable bytes cannot cover the excess.
+std::optional<long double> OpExtra(const Trace& trace,
+                                   const std::vector<int32_t>& by_cost,
+                                   int32_t o, int64_t excess, long double w,
+                                   int64_t t0_ns,
+                                   const std::vector<uint8_t>* free) {
+  auto removable_at = [&](const Tensor& tensor) {
+    return tensor.last_forward_use < o && o < tensor.first_backward_use;
+  };
+  long double swappable = 0;
+  for (const Tensor& tensor : trace.tensors) {
+    if (!tensor.swap_forbidden && removable_at(tensor))
+      swappable += static_cast<long double>(tensor.size_bytes);
+  }
+  std::vector<std::pair<long double, long double>> items;
+  std::vector<DropItem> drops;
+  // The free tensors first (the cheapest per byte), then the others.
+  for (int pass = free == nullptr ? 1 : 0; pass < 2; ++pass) {
+    for (int32_t t : by_cost) {
+      const Tensor& tensor = trace.tensors[t];
+      if (!removable_at(tensor)) continue;
+      const bool is_free = free != nullptr && (*free)[t] != 0;
+      if (is_free != (pass == 0)) continue;
+      const long double bytes = static_cast<long double>(tensor.size_bytes);
+      const long double cost =
+          is_free ? 0 : static_cast<long double>(tensor.recompute_ns);
+      items.emplace_back(cost / bytes, bytes);
+      drops.push_back({bytes, cost, !tensor.swap_forbidden});
+    }
+  }
+  const Knapsack knapsack(items);
+  const long double t0 = static_cast<long double>(t0_ns);
+  const long double e = static_cast<long double>(excess);
+  long double extra = ExtraTime(e, w, t0, swappable, knapsack);
+  if (!std::isfinite(extra)) return std::nullopt;
+  if (drops.size() <= kWholeDropTensors) {
+    const std::optional<long double> whole =
+        WholeDrops(drops, w, t0, kWholeDropNodes).Solve(e, swappable);
+    if (whole.has_value()) extra = std::max(extra, *whole);
+  }
+  return extra;
+}
+
+// A parameter fetch (an H2D fixed transfer released after an op and needed
+// by a later one) that takes longer than the profiled ops between: its op
+// waits at least wait_ns in every plan, less the rebuilds that run between.
+struct FetchWait {
+  int32_t after_op = 0;
+  int32_t before_op = 0;
+  int64_t wait_ns = 0;
+};
+
+// The fetches with the longest waits, at most kFetchWaitsExamined.
+std::vector<FetchWait> FetchWaits(const Trace& trace, const Hardware& hardware,
+                                  const std::vector<int64_t>& start) {
+  std::vector<FetchWait> out;
+  for (const FixedTransfer& x : trace.fixed_transfers) {
+    if (x.direction != Direction::kH2D || x.after_op < 0 ||
+        x.before_op <= x.after_op) {
+      continue;
+    }
+    const int64_t wait = TransferNs(x.size_bytes, hardware.h2d_bytes_per_second,
+                                    hardware.transfer_latency_ns) -
+                         (start[x.before_op] - start[x.after_op + 1]);
+    if (wait > 0) out.push_back({x.after_op, x.before_op, wait});
+  }
+  std::sort(out.begin(), out.end(), [](const FetchWait& a, const FetchWait& b) {
+    if (a.wait_ns != b.wait_ns) return a.wait_ns > b.wait_ns;
+    return a.before_op != b.before_op ? a.before_op < b.before_op
+                                      : a.after_op < b.after_op;
+  });
+  if (out.size() > kFetchWaitsExamined) out.resize(kFetchWaitsExamined);
+  return out;
+}
+
+// Marks in `window` the tensors whose rebuild can run between the fetch's
+// release and its op: a rebuild runs just before its tensor's need, which is
+// at most its first backward use, so those first used after after_op and
+// at most before_op, and, as a rebuild reads its recompute inputs (rebuilt
+// with it if recomputed), theirs.
+void FetchWindow(const Trace& trace, const FetchWait& f,
+                 std::vector<uint8_t>& window) {
+  window.assign(trace.tensors.size(), 0);
+  std::vector<int32_t> stack;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    const int32_t use = trace.tensors[t].first_backward_use;
+    if (f.after_op < use && use <= f.before_op) {
+      window[t] = 1;
+      stack.push_back(t);
+    }
+  }
+  while (!stack.empty()) {
+    const int32_t t = stack.back();
+    stack.pop_back();
+    for (int32_t input : trace.recompute_inputs.Row(t)) {
+      if (window[input] == 0) {
+        window[input] = 1;
+        stack.push_back(input);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 ProvenFloor ComputeProvenFloor(const Trace& trace) {
@@ -341,48 +450,34 @@ LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
   // Recomputable tensors cheapest per byte first, once: each op's knapsack
   // takes them in this order.
   const std::vector<int32_t> by_cost = RecomputableByCost(trace);
-  std::vector<std::pair<long double, long double>> items;
-  std::vector<DropItem> drops;
+  const std::vector<FetchWait> fetches =
+      traffic ? FetchWaits(trace, hardware, start) : std::vector<FetchWait>();
+  std::vector<uint8_t> window;
   for (int32_t o : ops) {
-    auto removable_at = [&](const Tensor& tensor) {
-      return tensor.last_forward_use < o && o < tensor.first_backward_use;
-    };
-    long double swappable = 0;
-    for (const Tensor& tensor : trace.tensors) {
-      if (!tensor.swap_forbidden && removable_at(tensor))
-        swappable += static_cast<long double>(tensor.size_bytes);
-    }
-    items.clear();
-    drops.clear();
-    for (int32_t t : by_cost) {
-      const Tensor& tensor = trace.tensors[t];
-      if (!removable_at(tensor)) continue;
-      items.emplace_back(static_cast<long double>(tensor.recompute_ns) /
-                             static_cast<long double>(tensor.size_bytes),
-                         static_cast<long double>(tensor.size_bytes));
-      drops.push_back({static_cast<long double>(tensor.size_bytes),
-                       static_cast<long double>(tensor.recompute_ns),
-                       !tensor.swap_forbidden});
-    }
-    const Knapsack knapsack(items);
     const int64_t op_start = traffic ? run.op_start[o] : start[o];
-    const long double t0 = static_cast<long double>(op_start);
-    const long double e = static_cast<long double>(excess[o]);
-    long double extra = ExtraTime(e, w, t0, swappable, knapsack);
+    const std::optional<long double> extra =
+        OpExtra(trace, by_cost, o, excess[o], w, op_start, nullptr);
     // Finite: the removable bytes cover the excess (checked above).
-    if (!std::isfinite(extra)) continue;
-    if (drops.size() <= kWholeDropTensors) {
-      const std::optional<long double> whole =
-          WholeDrops(drops, w, t0, kWholeDropNodes).Solve(e, swappable);
-      if (whole.has_value()) extra = std::max(extra, *whole);
-    }
-    // Round down: the bound must never exceed a real iteration time.
+    if (!extra.has_value()) continue;
     // Op o's start, the profiled ops from it on, the fixed transfers after
-    // the last op.
+    // the last op. Round down: the bound must never exceed a real iteration.
     const int64_t base =
         traffic ? op_start + (start[num_ops] - start[o]) + run.tail_ns
                 : trace.ideal_ns;
-    const int64_t candidate = base + static_cast<int64_t>(std::floor(extra));
+    int64_t candidate = base + static_cast<int64_t>(std::floor(*extra));
+    // A parameter fetch released at or after o: its op waits `wait` beyond
+    // the ops between, less the rebuilds that can run in that window, which
+    // cost nothing more there (docs/planner.md).
+    for (const FetchWait& f : fetches) {
+      if (f.after_op < o) continue;
+      FetchWindow(trace, f, window);
+      const std::optional<long double> rest =
+          OpExtra(trace, by_cost, o, excess[o], w, op_start, &window);
+      if (!rest.has_value()) continue;
+      candidate =
+          std::max(candidate,
+                   base + f.wait_ns + static_cast<int64_t>(std::floor(*rest)));
+    }
     if (candidate > bound.iteration_ns) {
       bound.iteration_ns = candidate;
       bound.binding_op = o;

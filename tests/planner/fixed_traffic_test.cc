@@ -222,6 +222,48 @@ TEST(FixedTrafficBoundTest, EachOpStartsNoEarlierThanTheTrafficLetsIt) {
   EXPECT_EQ(r.fixed_transfer_wait_ns, 40);
 }
 
+TEST(FixedTrafficBoundTest, AFetchLongerThanItsWindowAddsItsWait) {
+  // Ops of 10 ns, 2-5 backward. Tensor 1 leaves no room at ops 1 and 2 for
+  // tensor 0 (100 bytes, read by op 3, rebuilt in 30 ns) under a 100-byte
+  // budget: without traffic the bound is the ideal 60 plus the rebuild, 90.
+  // A 50-byte fetch released when op 3 ends and needed by op 5 takes 40 ns
+  // longer than op 4 between them, and no rebuild can run there (tensor 0
+  // is needed by op 3): 130, which the recompute plan takes. The traffic
+  // alone (all-keep, unlimited memory) takes only 100.
+  TinyTrace t;
+  t.Fwd(10), t.Fwd(10);
+  for (int i = 0; i < 4; ++i) t.Bwd(10);
+  t.Tensor(100, 0, {3}, 30);
+  const int b = t.Tensor(100, 1, {2});
+  t.spec.tensors[b].swap_forbidden = true;
+  t.spec.tensors[b].recompute_forbidden = true;
+  EXPECT_EQ(
+      ComputeLowerBound(t.Build(), ByteNanosecondLink(), 100).iteration_ns, 90);
+  t.Fixed(Direction::kH2D, 50, 3, 5);
+  const Trace trace = t.Build();
+  EXPECT_EQ(testing::Replay(trace, PlanOf("kk")).iteration_ns, 100);
+  EXPECT_EQ(ComputeLowerBound(trace, ByteNanosecondLink(), 100).iteration_ns,
+            130);
+  const SimulationResult r = testing::Replay(trace, PlanOf("rk"), 100);
+  ASSERT_TRUE(r.feasible) << r.infeasibility.reason;
+  EXPECT_EQ(r.iteration_ns, 130);
+  // Read by op 4 instead, the tensor is rebuilt while the fetch moves
+  // (40..70, op 4 70..80, op 5 from 90): 100, the bound's too.
+  TinyTrace hidden;
+  hidden.Fwd(10), hidden.Fwd(10);
+  for (int i = 0; i < 4; ++i) hidden.Bwd(10);
+  hidden.Tensor(100, 0, {4}, 30);
+  const int c = hidden.Tensor(100, 1, {2});
+  hidden.spec.tensors[c].swap_forbidden = true;
+  hidden.spec.tensors[c].recompute_forbidden = true;
+  hidden.Fixed(Direction::kH2D, 50, 3, 5);
+  const Trace h = hidden.Build();
+  EXPECT_EQ(ComputeLowerBound(h, ByteNanosecondLink(), 100).iteration_ns, 100);
+  const SimulationResult rh = testing::Replay(h, PlanOf("rk"), 100);
+  ASSERT_TRUE(rh.feasible) << rh.infeasibility.reason;
+  EXPECT_EQ(rh.iteration_ns, 100);
+}
+
 TEST(FixedTrafficBoundTest, SkewedRanksMayFindTheUplinkToThemselves) {
   // Two GPUs behind a 1 byte/ns uplink: in lockstep each rank's 100-byte
   // parameter copy takes 200 ns, but a rank 1 ms ahead of the other has the

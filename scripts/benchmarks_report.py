@@ -266,8 +266,20 @@ def planner_section(plan):
     return lines
 
 
-def physics_section(plan):
+def ratio_rows(plan, rows):
+    """Table rows of (benchmark, what, target ms or None): the median, its ratio to
+    the GPT-2 XL plan at 50% of the same run, and the target."""
+    single = ms(plan["BM_PlanGpt2Xl50"])
     lines = []
+    for name, what, target_ms in rows:
+        t = ms(plan[name])
+        target = "" if target_ms is None else (
+            f"< {target_ms:.0f} ms ({'met' if t < target_ms else 'MISSED'})")
+        lines.append(f"| `{name}` | {what} | {t:.2f} ms | {t / single:.1f}x | {target} |")
+    return lines
+
+
+def physics_section(plan):
     physics_rows = [
         ("BM_PlanGpt2Xl50NodePhysics", "GPT-2 XL at 50%, all three on: 2 GPUs per 25 GB/s "
          "uplink, HBM contention, the caching allocator observed", 5.0),
@@ -275,24 +287,18 @@ def physics_section(plan):
         ("BM_PlanNodeFourJobs", "PlanNode: GPT-2 XL, BERT-Large, Llama-7B at 50% and GPT-2 XL "
          "at 30%, 2 GPUs each, one 25 GB/s uplink, 4 steps", 50.0),
     ]
-    if all(n in plan for n, _, _ in physics_rows):
-        single = ms(plan["BM_PlanGpt2Xl50"])
-        lines += [
-            "",
-            "### Node physics",
-            "",
-            "Issue 17's targets: GPT-2 XL with all three on under 5 ms, a 4-job node request",
-            "under 50 ms; each also as a ratio to the single-GPU GPT-2 XL plan at 50% of this run.",
-            "",
-            "| Benchmark | What | Median | / single-GPU plan | Target |",
-            "|---|---|---|---|---|",
-        ]
-        for name, what, target_ms in physics_rows:
-            t = ms(plan[name])
-            target = "" if target_ms is None else (
-                f"< {target_ms:.0f} ms ({'met' if t < target_ms else 'MISSED'})")
-            lines.append(f"| `{name}` | {what} | {t:.2f} ms | {t / single:.1f}x | {target} |")
-    return lines
+    if not all(n in plan for n, _, _ in physics_rows):
+        return []
+    return [
+        "",
+        "### Node physics",
+        "",
+        "Issue 17's targets: GPT-2 XL with all three on under 5 ms, a 4-job node request",
+        "under 50 ms; each also as a ratio to the single-GPU GPT-2 XL plan at 50% of this run.",
+        "",
+        "| Benchmark | What | Median | / single-GPU plan | Target |",
+        "|---|---|---|---|---|",
+    ] + ratio_rows(plan, physics_rows)
 
 
 def offload_section(plan):
@@ -304,8 +310,7 @@ def offload_section(plan):
     ]
     if not all(n in plan for n, _, _ in rows):
         return []
-    single = ms(plan["BM_PlanGpt2Xl50"])
-    lines = [
+    return [
         "",
         "### The job's own host traffic",
         "",
@@ -315,13 +320,7 @@ def offload_section(plan):
         "",
         "| Benchmark | GPT-2 XL at 50% with | Median | / no traffic | Target |",
         "|---|---|---|---|---|",
-    ]
-    for name, what, target_ms in rows:
-        t = ms(plan[name])
-        target = "" if target_ms is None else (
-            f"< {target_ms:.0f} ms ({'met' if t < target_ms else 'MISSED'})")
-        lines.append(f"| `{name}` | {what} | {t:.2f} ms | {t / single:.1f}x | {target} |")
-    return lines
+    ] + ratio_rows(plan, rows)
 
 
 def search_section(plan):

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "planner/lower_bound.h"
 #include "planner/lp_bound.h"
@@ -30,19 +31,22 @@ struct Workload {
   int64_t peak_bytes = 0;
 };
 
-// Generated once per (preset, layers) and kept for the process.
-const Workload& Get(const std::string& preset, int32_t layers = 0) {
+// Generated once per (preset, layers, offload) and kept for the process.
+const Workload& Get(const std::string& preset, int32_t layers = 0,
+                    Offload offload = Offload::kNone) {
   static auto* cache =
-      new std::map<std::pair<std::string, int32_t>, Workload>();
-  auto it = cache->find({preset, layers});
+      new std::map<std::tuple<std::string, int32_t, Offload>, Workload>();
+  auto it = cache->find({preset, layers, offload});
   if (it == cache->end()) {
     Workload w;
     w.hardware = *HardwarePreset("a100");
     WorkloadSpec spec = *WorkloadPreset(preset);
     if (layers > 0) spec.layers = layers;
+    spec.offload = offload;
     w.trace = *ValidateTrace(*GenerateTrace(spec, w.hardware));
     w.peak_bytes = AllKeepPeakBytes(w.trace);
-    it = cache->emplace(std::make_pair(preset, layers), std::move(w)).first;
+    it = cache->emplace(std::make_tuple(preset, layers, offload), std::move(w))
+             .first;
   }
   return it->second;
 }
@@ -80,23 +84,8 @@ BENCHMARK(BM_PlanLlama7b30)->Unit(benchmark::kMillisecond);
 // The job's own host traffic (issue 30; target: GPT-2 XL with FSDP CPU
 // offload, one unit per layer, under 10 ms), with the anytime search as by
 // default and without it (the passes, validation and repair alone).
-const Workload& Offloading(const std::string& preset, Offload offload) {
-  static auto* cache =
-      new std::map<std::pair<std::string, Offload>, Workload>();
-  auto it = cache->find({preset, offload});
-  if (it == cache->end()) {
-    Workload w;
-    w.hardware = *HardwarePreset("a100");
-    WorkloadSpec spec = *WorkloadPreset(preset);
-    spec.offload = offload;
-    w.trace = *ValidateTrace(*GenerateTrace(spec, w.hardware));
-    w.peak_bytes = AllKeepPeakBytes(w.trace);
-    it = cache->emplace(std::make_pair(preset, offload), std::move(w)).first;
-  }
-  return it->second;
-}
 void PlanOffloading(benchmark::State& state, Offload offload, bool search) {
-  const Workload& w = Offloading("gpt2-xl", offload);
+  const Workload& w = Get("gpt2-xl", 0, offload);
   PlannerOptions options;
   if (!search) options.search_time_ms = 0;
   for (auto _ : state) {

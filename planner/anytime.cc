@@ -6,6 +6,7 @@
 #include "planner/basic_plans.h"
 #include "planner/genetic.h"
 #include "planner/polish.h"
+#include "planner/replay_cost.h"
 
 namespace slackswap {
 namespace {
@@ -31,12 +32,7 @@ bool OnTarget(const SimulationResult& r, int64_t target_ns) {
 
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
   if (options.search_time_ms <= 0) return 0;
-  const int64_t elements =
-      int64_t{trace.num_ops()} + trace.num_tensors() +
-      static_cast<int64_t>(trace.uses.items.size()) +
-      static_cast<int64_t>(trace.recompute_inputs.items.size()) +
-      static_cast<int64_t>(trace.fixed_transfers.size()) +
-      kSearchReplayOverhead;
+  const int64_t elements = ReplayElements(trace);
   const double work =
       options.search_time_ms * static_cast<double>(kSearchWorkPerMs);
   const double replays =
@@ -109,6 +105,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     genetic.population = kPopulation;
     genetic.seed = round;
     genetic.threads = 1;
+    genetic.charge_partial_replays = true;
     genetic.per_layer_barriers = options.per_layer_barriers;
     genetic.target_ns = options.target_ns;
     genetic.physics = options.physics;

@@ -33,14 +33,14 @@
 
 namespace slackswap {
 
-// The element-replays (a replay of a trace costs its operators + tensors +
-// uses + recompute inputs + fixed transfers, plus kSearchReplayOverhead for the
-// candidate's schedule and bookkeeping) that stand for one millisecond of the
-// search: what one core searches, measured on the medium traces of
-// docs/benchmarks.md ("The anytime search": 38,000-45,000 element-replays
-// a millisecond, replays times elements over the median time).
+// The element-replays (a replay of a trace costs ReplayElements(): its
+// operators + tensors + uses + recompute inputs + fixed transfers, plus the
+// candidate's schedule and bookkeeping; a replay cut short, its share:
+// replay_cost.h) that stand for one millisecond of the search: what one core
+// searches, measured on the medium traces of docs/benchmarks.md ("The
+// anytime search": 38,000-45,000 element-replays a millisecond, replays
+// times elements over the median time).
 inline constexpr int64_t kSearchWorkPerMs = 40'000;
-inline constexpr int64_t kSearchReplayOverhead = 300;
 
 // The replays PlannerOptions::search_time_ms allows on `trace`: 0 when the
 // search is off or the limit allows fewer than kMinSearchReplays (a trace of

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/stop.h"
+#include "planner/replay_cost.h"
 #include "simulator/schedule.h"
 
 namespace slackswap {
@@ -49,7 +50,9 @@ class Search {
  private:
   // Makes `plan` valid: allowed decisions and issue points inside their window.
   void Normalize(Plan& plan) const;
-  void Evaluate(std::vector<Individual>& batch);
+  // Replays `batch`, each stopping once it cannot finish under `cutoff_ns`.
+  void Evaluate(std::vector<Individual>& batch,
+                int64_t cutoff_ns = SimulationOptions::kNoCutoff);
   Plan Breed(const std::vector<Individual>& pool);
   void Mutate(Plan& plan);
   const Individual& Tournament(const std::vector<Individual>& pool);
@@ -62,6 +65,8 @@ class Search {
   std::vector<int32_t> mutable_;
   std::mt19937_64 rng_;
   int64_t evaluations_ = 0;
+  int64_t spent_millis_ = 0;
+  int64_t cut_ = 0;
 };
 
 void Search::Normalize(Plan& plan) const {
@@ -97,15 +102,17 @@ void Search::Normalize(Plan& plan) const {
   }
 }
 
-void Search::Evaluate(std::vector<Individual>& batch) {
+void Search::Evaluate(std::vector<Individual>& batch, int64_t cutoff_ns) {
   // The evaluators' replays stop with the caller's.
   const StopFunction* stop = CurrentStop();
+  SimulationOptions sim = sim_;
+  sim.cutoff_ns = cutoff_ns;
   auto work = [&](size_t begin, size_t step) {
     ScopedStop scope(stop);
     for (size_t i = begin; i < batch.size(); i += step) {
       Individual& ind = batch[i];
       ind.replay = SimulateSchedule(trace_, hw_, ind.plan,
-                                    DeriveSchedule(trace_, ind.plan), sim_);
+                                    DeriveSchedule(trace_, ind.plan), sim);
       ind.fitness = {ind.replay.feasible, ind.replay.iteration_ns};
     }
   };
@@ -116,6 +123,12 @@ void Search::Evaluate(std::vector<Individual>& batch) {
   work(0, threads);
   for (std::thread& t : pool) t.join();
   evaluations_ += static_cast<int64_t>(batch.size());
+  for (const Individual& ind : batch) {
+    if (ind.replay.cut_off) ++cut_;
+    spent_millis_ += options_.charge_partial_replays
+                         ? ReplayCostMillis(trace_, ind.replay)
+                         : kReplayMillis;
+  }
 }
 
 const Individual& Search::Tournament(const std::vector<Individual>& pool) {
@@ -219,7 +232,9 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
                        })
           ->fitness;
   int32_t stalled = 0;
-  while (evaluations_ < options_.max_evaluations && !on_target()) {
+  const int64_t budget_millis = options_.max_evaluations * kReplayMillis;
+  // A generation only while one more full replay fits in the budget.
+  while (budget_millis - spent_millis_ >= kReplayMillis && !on_target()) {
     if (options_.should_stop && options_.should_stop()) {
       result.stopped = true;
       break;
@@ -228,11 +243,22 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
         stalled >= options_.stall_generations) {
       break;
     }
-    const int64_t room = options_.max_evaluations - evaluations_;
+    // Full replays that still fit.
+    const int64_t room = (budget_millis - spent_millis_) / kReplayMillis;
     std::vector<Individual> children(
         std::min<int64_t>(static_cast<int64_t>(population), room));
     for (Individual& child : children) child.plan = Breed(pool);
-    Evaluate(children);
+    // A full pool of completed plans: a child slower than its slowest is
+    // never kept (ties keep the older), so its replay may stop there.
+    int64_t cutoff_ns = SimulationOptions::kNoCutoff;
+    if (options_.cut_off_children && pool.size() >= population &&
+        std::all_of(pool.begin(), pool.end(),
+                    [](const Individual& i) { return i.fitness.feasible; })) {
+      cutoff_ns = 0;
+      for (const Individual& i : pool)
+        cutoff_ns = std::max(cutoff_ns, i.fitness.time_ns);
+    }
+    Evaluate(children, cutoff_ns);
     for (Individual& child : children) pool.push_back(std::move(child));
     // Keep the best `population`; ties keep the earlier (older) individual.
     std::vector<size_t> order(pool.size());
@@ -259,7 +285,11 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
       });
   result.best = best->plan;
   result.replay = best->replay;
-  result.evaluations = evaluations_;
+  result.evaluations = options_.charge_partial_replays
+                           ? (spent_millis_ + kReplayMillis - 1) / kReplayMillis
+                           : evaluations_;
+  result.replays_run = evaluations_;
+  result.replays_cut = cut_;
   return result;
 }
 

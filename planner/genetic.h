@@ -9,7 +9,10 @@
 //
 // The first generation holds the seeds, mutants of them and random plans.
 // (mu + lambda) selection with the parents kept in the pool: the best plan
-// never gets worse than the best seed. Children are bred one after another
+// never gets worse than the best seed. Once every plan in the pool completes,
+// a child's replay stops as soon as it cannot beat the pool's slowest
+// (SimulationOptions::cutoff_ns): such a child would not be kept anyway, so
+// the search is the same, only faster. Children are bred one after another
 // from a seeded mt19937_64, then replayed in parallel on `threads` threads;
 // the result depends on the seed only, not on the thread count.
 #ifndef SLACKSWAP_PLANNER_GENETIC_H_
@@ -29,6 +32,13 @@ namespace slackswap {
 struct GeneticOptions {
   // Replays in all, seeds included (at least the population).
   int64_t max_evaluations = 10000;
+  // Count replays at their cost (replay_cost.h) against max_evaluations: a
+  // child cut off early (see below) or stuck early counts for the share of
+  // the replay it ran. Off: every replay counts as one.
+  bool charge_partial_replays = false;
+  // Stop a child's replay once it cannot beat the pool's slowest plan (see
+  // above). The search is the same either way; off only to check that.
+  bool cut_off_children = true;
   int32_t population = 48;
   uint64_t seed = 1;
   int32_t threads = 2;
@@ -48,8 +58,12 @@ struct GeneticOptions {
 struct GeneticResult {
   Plan best;
   SimulationResult replay;  // of `best`
+  // Replays run; with charge_partial_replays, their cost in replays
+  // (rounded up).
   int64_t evaluations = 0;
-  bool stopped = false;  // should_stop ended it early
+  int64_t replays_run = 0;  // whether cut short or not
+  int64_t replays_cut = 0;  // of those, cut off (cut_off_children)
+  bool stopped = false;     // should_stop ended it early
 };
 
 // `seeds` must be valid plans for the trace (ValidatePlan); at least one.

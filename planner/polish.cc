@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "planner/replay_cost.h"
 #include "simulator/schedule.h"
 
 namespace slackswap {
@@ -35,6 +36,7 @@ SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
       SimulationResult cut;
       cut.feasible = false;
       cut.cut_off = true;
+      cut.infeasibility.op = 0;  // (costs only a replay's overhead)
       return cut;
     }
   }
@@ -65,8 +67,29 @@ class Polisher {
   }
 
   PolishResult Run(Plan& plan, SimulationResult& replay);
+  // The budget spent, in replays (replay_cost.h), rounded up.
+  int64_t Spent() const {
+    return (spent_millis_ + kReplayMillis - 1) / kReplayMillis;
+  }
 
  private:
+  // Out of budget once another full replay would not fit in it.
+  bool OutOfBudget() const {
+    return spent_millis_ + kReplayMillis > options_.max_replays * kReplayMillis;
+  }
+  // Replays left, rounded down.
+  int64_t Left() const {
+    return std::max<int64_t>(
+        options_.max_replays -
+            (spent_millis_ + kReplayMillis - 1) / kReplayMillis,
+        0);
+  }
+  // `plan` replayed against `reference` (ReplayAgainst), charged.
+  SimulationResult Try(const Plan& plan, const SimulationResult& reference) {
+    SimulationResult r = ReplayAgainst(trace_, hw_, plan, sim_, reference);
+    spent_millis_ += ReplayCostMillis(trace_, r);
+    return r;
+  }
   bool Allowed(int32_t t, Decision d) const {
     const Tensor& tensor = trace_.tensors[t];
     if (d == Decision::kSwap)
@@ -96,6 +119,7 @@ class Polisher {
   const PolishOptions& options_;
   const std::vector<int32_t> run_start_;
   SimulationOptions sim_;
+  int64_t spent_millis_ = 0;
 };
 
 std::vector<Move> Polisher::Moves(const Plan& plan,
@@ -215,7 +239,7 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
   const auto on_target = [&] {
     return replay.feasible && replay.iteration_ns <= options_.target_ns;
   };
-  while (result.replays < options_.max_replays && !on_target()) {
+  while (!OutOfBudget() && !on_target()) {
     if (!improved) {
       // No single change helps: try two at once (one tensor takes another's
       // role), if the budget can scan them.
@@ -226,14 +250,13 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
     const std::vector<Move> moves = Moves(plan, replay);
     // Where the budget can scan the whole neighbourhood (small traces), take
     // its best change (steepest descent); otherwise the first that improves.
-    const bool steepest = static_cast<int64_t>(moves.size()) * 4 <=
-                          options_.max_replays - result.replays;
+    const bool steepest = static_cast<int64_t>(moves.size()) * 4 <= Left();
     Plan best_plan;
     SimulationResult best_replay;
     int64_t best_swapped = 0;
     bool have_best = false;
     for (const Move& move : moves) {
-      if (result.replays >= options_.max_replays) break;
+      if (OutOfBudget()) break;
       if (options_.stop != nullptr && options_.stop->Stop()) return result;
       const Decision from = plan.decisions[move.tensor];
       const int64_t size = trace_.tensors[move.tensor].size_bytes;
@@ -246,9 +269,8 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
           next.prefetch_issue_op == plan.prefetch_issue_op) {
         continue;
       }
-      ++result.replays;
       const SimulationResult& reference = have_best ? best_replay : replay;
-      SimulationResult r = ReplayAgainst(trace_, hw_, next, sim_, reference);
+      SimulationResult r = Try(next, reference);
       if (!Better(r, reference)) continue;
       best_plan = std::move(next);
       best_replay = std::move(r);
@@ -301,7 +323,7 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
   };
   // Tensors that have options; pairs only when the budget can scan them
   // all (small traces): counted without enumerating more than the budget.
-  const int64_t budget = options_.max_replays - result.replays;
+  const int64_t budget = Left();
   std::vector<int32_t> tensors;
   std::vector<int64_t> counts;
   for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
@@ -327,7 +349,7 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
       const std::vector<Move> second = options(tensors[j]);
       for (const Move& ma : first) {
         for (const Move& mb : second) {
-          if (result.replays >= options_.max_replays) return false;
+          if (OutOfBudget()) return false;
           if (options_.stop != nullptr && options_.stop->Stop()) return false;
           Plan next = Apply(Apply(plan, ma), mb);
           if (next.decisions == plan.decisions &&
@@ -340,8 +362,7 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
               next_swapped += trace_.tensors[t].size_bytes;
           }
           if (next_swapped > cap) continue;
-          ++result.replays;
-          SimulationResult r = ReplayAgainst(trace_, hw_, next, sim_, replay);
+          SimulationResult r = Try(next, replay);
           if (!Better(r, replay)) continue;
           plan = std::move(next);
           replay = std::move(r);
@@ -361,7 +382,9 @@ PolishResult Polish(const Trace& trace, const Hardware& hardware,
                     int64_t budget_bytes, const PolishOptions& options,
                     Plan& plan, SimulationResult& replay) {
   Polisher polisher(trace, hardware, budget_bytes, options);
-  return polisher.Run(plan, replay);
+  PolishResult result = polisher.Run(plan, replay);
+  result.replays = polisher.Spent();
+  return result;
 }
 
 }  // namespace slackswap

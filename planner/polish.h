@@ -20,7 +20,8 @@
 // replay got stuck first.
 //
 // Deterministic (no hashing, clocks or threads). Cost: at most `max_replays`
-// replays of the trace.
+// replays of the trace, each counted at its cost (replay_cost.h): a candidate
+// cut off as soon as it cannot beat the plan counts for the share it ran.
 #ifndef SLACKSWAP_PLANNER_POLISH_H_
 #define SLACKSWAP_PLANNER_POLISH_H_
 
@@ -50,7 +51,7 @@ struct PolishOptions {
 };
 
 struct PolishResult {
-  int64_t replays = 0;
+  int64_t replays = 0;  // their cost in replays, rounded up
   int32_t changes = 0;  // improvements kept
 };
 

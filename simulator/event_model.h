@@ -157,7 +157,8 @@ struct SimulationResult {
   bool feasible = true;
   Infeasibility infeasibility;  // meaningful when !feasible
   // Stopped at SimulationOptions::cutoff_ns (then !feasible): not a verdict
-  // on the plan, only that it cannot beat the cutoff.
+  // on the plan, only that it cannot beat the cutoff; infeasibility.op is
+  // the operator the compute stream had reached.
   bool cut_off = false;
   // Stopped because the thread's StopFunction said so (base/stop.h; then
   // !feasible): no verdict at all. Replays poll it every

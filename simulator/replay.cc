@@ -564,6 +564,7 @@ SimulationResult Replay::Run() {
     if (earliest >= options_.cutoff_ns) {
       result_.feasible = false;
       result_.cut_off = true;
+      result_.infeasibility.op = op_;
       result_.infeasibility.reason = absl::StrCat(
           "stopped at ", now_, " ns: the iteration takes at least ", earliest,
           " ns, not under the cutoff of ", options_.cutoff_ns);

@@ -1,0 +1,175 @@
+// What the searches charge for a replay (planner/replay_cost.h), and the
+// genetic search's cut-off children: the same search for less work.
+#include "planner/replay_cost.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "planner/basic_plans.h"
+#include "planner/genetic.h"
+#include "planner/lower_bound.h"
+#include "planner/polish.h"
+#include "planner/slackswap.h"
+#include "simulator/event_model.h"
+#include "simulator/medium_traces.h"
+#include "simulator/trace_validation.h"
+
+namespace slackswap {
+namespace {
+
+struct Case {
+  Trace trace;
+  Hardware hardware;
+  int64_t budget = 0;
+};
+
+// Medium traces 10% of the way from their floor to their all-keep peak,
+// where plans stall and most children lose to the pool.
+std::vector<Case> MediumCases() {
+  std::vector<Case> cases;
+  for (MediumShape shape : {MediumShape::kChain, MediumShape::kDag}) {
+    MediumTraceOptions options;
+    options.shape = shape;
+    options.max_tensors = 80;
+    const MediumTrace medium = RandomMediumTrace(11, options);
+    Case c{*ValidateTrace(medium.trace), medium.hardware, 0};
+    const int64_t floor = ComputeProvenFloor(c.trace).bytes;
+    c.budget = floor + (AllKeepPeakBytes(c.trace) - floor) / 10;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+TEST(ReplayCostTest, AFullReplayCostsOneAndOneCutShortItsShare) {
+  int stalling = 0;
+  for (const Case& c : MediumCases()) {
+    SCOPED_TRACE(c.trace.name);
+    SimulationOptions sim;
+    sim.budget_bytes = c.budget;
+    const Plan plan =
+        PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan;
+    const SimulationResult full = *Simulate(c.trace, c.hardware, plan, sim);
+    ASSERT_TRUE(full.feasible);
+    EXPECT_EQ(ReplayCostMillis(c.trace, full), kReplayMillis);
+    EXPECT_EQ(ReplayElements(c.trace),
+              c.trace.num_ops() + c.trace.num_tensors() +
+                  static_cast<int64_t>(c.trace.uses.items.size()) +
+                  static_cast<int64_t>(c.trace.recompute_inputs.items.size()) +
+                  kReplayOverheadElements);
+    // The plan stalls: cutoffs between its steps' time and its iteration
+    // stop it part-way, later ones further on and at a higher cost.
+    const int64_t steps = c.trace.ideal_ns + full.recompute_ns;
+    if (steps == full.iteration_ns) continue;
+    ++stalling;
+    const int64_t total = ReplayElements(c.trace);
+    const int64_t fixed = std::max(kReplayOverheadElements, total / 2);
+    int64_t last_cost = 0, last_op = -1;
+    for (int64_t cutoff : {int64_t{1}, steps + (full.iteration_ns - steps) / 10,
+                           steps + (full.iteration_ns - steps) / 2,
+                           steps + (full.iteration_ns - steps) * 9 / 10,
+                           full.iteration_ns - 1}) {
+      sim.cutoff_ns = cutoff;
+      const SimulationResult cut = *Simulate(c.trace, c.hardware, plan, sim);
+      ASSERT_TRUE(cut.cut_off) << cutoff;
+      ASSERT_GE(cut.infeasibility.op, last_op) << cutoff;
+      const int64_t cost = ReplayCostMillis(c.trace, cut);
+      // The fixed part and the share of the rest up to where it stopped.
+      EXPECT_EQ(cost, kReplayMillis *
+                          (fixed + (total - fixed) * cut.infeasibility.op /
+                                       c.trace.num_ops()) /
+                          total);
+      EXPECT_GE(cost, last_cost) << cutoff;
+      EXPECT_LE(cost, kReplayMillis);
+      last_cost = cost;
+      last_op = cut.infeasibility.op;
+    }
+    EXPECT_GT(last_op, 0);  // the late cutoffs stop past the first op
+    EXPECT_GT(last_cost, kReplayMillis * fixed / total);
+  }
+  EXPECT_GE(stalling, 1);
+}
+
+TEST(GeneticCutoffTest, CuttingChildrenOffChangesNothingButTheWork) {
+  int64_t cut = 0;
+  for (const Case& c : MediumCases()) {
+    SCOPED_TRACE(c.trace.name);
+    const std::vector<Plan> seeds = {
+        PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan,
+        Plan::AllKeep(c.trace)};
+    GeneticOptions options;
+    options.max_evaluations = 1500;
+    options.seed = 3;
+    const GeneticResult with =
+        RunGenetic(c.trace, c.hardware, c.budget, seeds, options);
+    options.cut_off_children = false;
+    const GeneticResult without =
+        RunGenetic(c.trace, c.hardware, c.budget, seeds, options);
+    EXPECT_EQ(with.best.decisions, without.best.decisions);
+    EXPECT_EQ(with.best.prefetch_issue_op, without.best.prefetch_issue_op);
+    EXPECT_EQ(with.replay.iteration_ns, without.replay.iteration_ns);
+    EXPECT_EQ(with.evaluations, without.evaluations);
+    EXPECT_EQ(without.replays_cut, 0);
+    cut += with.replays_cut;
+  }
+  EXPECT_GT(cut, 0);
+}
+
+TEST(GeneticCutoffTest, ChargingCutReplaysBuysMoreOfThem) {
+  for (const Case& c : MediumCases()) {
+    SCOPED_TRACE(c.trace.name);
+    const std::vector<Plan> seeds = {
+        PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan};
+    GeneticOptions options;
+    options.max_evaluations = 1500;
+    options.charge_partial_replays = true;
+    const GeneticResult charged =
+        RunGenetic(c.trace, c.hardware, c.budget, seeds, options);
+    EXPECT_LE(charged.evaluations, options.max_evaluations);
+    EXPECT_GT(charged.replays_run, options.max_evaluations);
+    // Deterministic: the budget cuts the same sequence at the same point.
+    const GeneticResult again =
+        RunGenetic(c.trace, c.hardware, c.budget, seeds, options);
+    EXPECT_EQ(charged.replays_run, again.replays_run);
+    EXPECT_EQ(charged.best.decisions, again.best.decisions);
+    // Never worse than the same search counting every replay as one.
+    options.charge_partial_replays = false;
+    const GeneticResult counted =
+        RunGenetic(c.trace, c.hardware, c.budget, seeds, options);
+    EXPECT_EQ(counted.replays_run, options.max_evaluations);
+    ASSERT_TRUE(counted.replay.feasible);
+    EXPECT_LE(charged.replay.iteration_ns, counted.replay.iteration_ns);
+  }
+}
+
+TEST(PolishCostTest, StaysWithinItsBudgetInChargedReplays) {
+  for (const Case& c : MediumCases()) {
+    SCOPED_TRACE(c.trace.name);
+    PlannerOptions passes;
+    passes.search_time_ms = 0;
+    passes.polish_work = 0;
+    const PlanningResult start =
+        *PlanSlackSwap(c.trace, c.hardware, c.budget, passes);
+    for (int64_t budget : {int64_t{10}, int64_t{200}}) {
+      PolishOptions options;
+      options.max_replays = budget;
+      Plan plan = start.plan;
+      SimulationResult replay = start.replay;
+      const PolishResult r =
+          Polish(c.trace, c.hardware, c.budget, options, plan, replay);
+      EXPECT_LE(r.replays, budget);
+      EXPECT_GT(r.replays, 0);
+      // The plan it returns replays as it says.
+      SimulationOptions sim;
+      sim.budget_bytes = c.budget;
+      const SimulationResult check = *Simulate(c.trace, c.hardware, plan, sim);
+      EXPECT_EQ(check.feasible, replay.feasible);
+      if (check.feasible) {
+        EXPECT_EQ(check.iteration_ns, replay.iteration_ns);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace slackswap

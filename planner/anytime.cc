@@ -67,9 +67,14 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     if (Faster(replay, before)) result.improved = true;
   };
 
-  // 1. Local search from the plan.
+  // 1. Local search from the plan: a quarter of the budget; once a plan
+  // completes, on until no change improves it (or the budget is spent).
   polish(options.max_replays / 4);
   if (OnTarget(replay, options.target_ns) || stopped()) return result;
+  if (replay.feasible) {
+    polish(options.max_replays - result.replays);
+    if (OnTarget(replay, options.target_ns) || stopped()) return result;
+  }
 
   // 2. Rounds of a genetic search from a portfolio of starts, each followed
   // by the local search from the best plan, while a round improves it.

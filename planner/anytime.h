@@ -5,7 +5,8 @@
 // milliseconds. When they find none, or the plan's gap to the lower bound is
 // above the caller's target, planning goes on within a budget of replays:
 //   1. the improvement step (polish.h) from the plan, with a quarter of the
-//      budget;
+//      budget, and where its plan then completes, on from it until no
+//      change improves it (a local optimum) or the budget is spent;
 //   2. rounds of a genetic search (genetic.h) seeded with the plan, the
 //      extra starts the caller gives (SlackSwap's plans for other budgets),
 //      the all-keep plan, the plan that rebuilds everything it may and the

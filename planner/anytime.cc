@@ -7,6 +7,7 @@
 #include "planner/genetic.h"
 #include "planner/polish.h"
 #include "planner/replay_cost.h"
+#include "simulator/schedule.h"
 
 namespace slackswap {
 namespace {
@@ -26,6 +27,36 @@ bool Faster(const SimulationResult& a, const SimulationResult& b) {
 
 bool OnTarget(const SimulationResult& r, int64_t target_ns) {
   return r.feasible && r.iteration_ns <= target_ns;
+}
+
+// The plan that frees every tensor it can right after its last forward use:
+// swapped where it may be, else rebuilt where it may be (prefetches issued
+// at the first backward op, the admission rule holding them for memory).
+// Near the proven floor often the only plan that completes, where the
+// all-swap plan keeps the tensors it may not swap and the all-rebuild plan
+// holds whole chains at once.
+Plan FreeEverything(const Trace& trace) {
+  Plan plan = Plan::AllKeep(trace);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    const Tensor& tensor = trace.tensors[t];
+    if (!tensor.swap_forbidden) {
+      plan.decisions[t] = Decision::kSwap;
+      plan.prefetch_issue_op[t] =
+          std::max(trace.first_backward_op(), tensor.last_forward_use + 1);
+    } else if (!tensor.recompute_forbidden) {
+      plan.decisions[t] = Decision::kRecompute;
+    }
+  }
+  return plan;
+}
+
+int64_t SwappedBytes(const Trace& trace, const Plan& plan) {
+  int64_t swapped = 0;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (plan.decisions[t] == Decision::kSwap)
+      swapped += trace.tensors[t].size_bytes;
+  }
+  return swapped;
 }
 
 }  // namespace
@@ -67,17 +98,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     if (Faster(replay, before)) result.improved = true;
   };
 
-  // 1. Local search from the plan: a quarter of the budget; once a plan
-  // completes, on until no change improves it (or the budget is spent).
-  polish(options.max_replays / 4);
-  if (OnTarget(replay, options.target_ns) || stopped()) return result;
-  if (replay.feasible) {
-    polish(options.max_replays - result.replays);
-    if (OnTarget(replay, options.target_ns) || stopped()) return result;
-  }
-
-  // 2. Rounds of a genetic search from a portfolio of starts, each followed
-  // by the local search from the best plan, while a round improves it.
+  // The portfolio of starts for the genetic search (below).
   std::vector<Plan> starts = options.extra_starts;
   starts.push_back(Plan::AllKeep(trace));
   // Every tensor that may be rebuilt, rebuilt: where the link is slow (a
@@ -88,17 +109,53 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
       all_recompute.decisions[t] = Decision::kRecompute;
   }
   starts.push_back(std::move(all_recompute));
+  const auto pinned_fits = [&](const Plan& p) {
+    return !options.per_layer_barriers &&
+           (hardware.host_pinned_memory_bytes <= 0 ||
+            SwappedBytes(trace, p) <= hardware.host_pinned_memory_bytes);
+  };
   Plan all_swap = AllSwapPlan(trace);
-  int64_t swapped = 0;
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (all_swap.decisions[t] == Decision::kSwap)
-      swapped += trace.tensors[t].size_bytes;
+  if (pinned_fits(all_swap)) starts.push_back(std::move(all_swap));
+  Plan free_everything = FreeEverything(trace);
+  if (pinned_fits(free_everything)) {
+    // Without a plan that completes, the local search starts from it where
+    // it completes (the plan so far joins the starts).
+    if (!replay.feasible) {
+      SimulationOptions sim;
+      sim.budget_bytes = budget_bytes;
+      sim.per_layer_barriers = options.per_layer_barriers;
+      sim.physics = options.physics;
+      SimulationResult r =
+          SimulateSchedule(trace, hardware, free_everything,
+                           DeriveSchedule(trace, free_everything), sim);
+      ++result.replays;
+      if (r.feasible) {
+        starts.push_back(std::move(plan));
+        plan = std::move(free_everything);
+        replay = std::move(r);
+        replay.timeline.clear();
+        result.improved = true;
+        if (OnTarget(replay, options.target_ns)) return result;
+      } else {
+        starts.push_back(std::move(free_everything));
+      }
+    } else {
+      starts.push_back(std::move(free_everything));
+    }
   }
-  if (!options.per_layer_barriers &&
-      (hardware.host_pinned_memory_bytes <= 0 ||
-       swapped <= hardware.host_pinned_memory_bytes)) {
-    starts.push_back(std::move(all_swap));
+
+  // 1. Local search from the plan: a quarter of the budget; once a plan
+  // completes, on until no change improves it (or the budget is spent).
+  polish(options.max_replays / 4);
+  if (OnTarget(replay, options.target_ns) || stopped()) return result;
+  if (replay.feasible) {
+    polish(options.max_replays - result.replays);
+    if (OnTarget(replay, options.target_ns) || stopped()) return result;
   }
+
+  // 2. Rounds of a genetic search from the portfolio of starts, each
+  // followed by the local search from the best plan, while a round improves
+  // it.
   for (uint64_t round = 1;; ++round) {
     const int64_t left = options.max_replays - result.replays;
     if (left <= 0) break;

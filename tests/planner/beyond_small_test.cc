@@ -11,9 +11,15 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "planner/basic_plans.h"
+#include "planner/lower_bound.h"
+#include "planner/slackswap.h"
+#include "simulator/medium_traces.h"
+#include "simulator/trace_validation.h"
 
 namespace slackswap {
 namespace {
@@ -77,6 +83,53 @@ TEST(BeyondSmallTest, TheSearchFindsWhatThePassesMissAndLosesNothing) {
   // the search recovers.
   EXPECT_GT(no_plan_passes + improved, 0);
   EXPECT_GE(improved, 3);
+}
+
+// At the proven floor, DAGs (two of them on two GPUs behind one uplink, as
+// the study's "uplink" kind): the passes' plans get stuck (their rebuilds
+// hold whole chains at once), and so does the all-swap plan (it keeps what
+// it may not swap). The search starts from the plan that frees every tensor
+// after its last forward use, swapped where it may be and rebuilt where
+// not, and plans. (Held-out seeds of the study that found no plan before.)
+TEST(BeyondSmallTest, AtTheFloorTheSearchPlansWhereThePassesDoNot) {
+  int planned = 0;
+  for (const auto& [seed, uplink] :
+       {std::pair<uint64_t, bool>{1303, true}, {1502, true}, {402, false}}) {
+    MediumTraceOptions options;
+    options.shape = MediumShape::kDag;
+    const MediumTrace medium = RandomMediumTrace(seed, options);
+    const Trace trace = *ValidateTrace(medium.trace);
+    Hardware hardware = medium.hardware;
+    if (uplink) {
+      hardware.gpus_per_uplink = 2;
+      hardware.uplink_d2h_bytes_per_second = hardware.d2h_bytes_per_second;
+      hardware.uplink_h2d_bytes_per_second = hardware.h2d_bytes_per_second;
+    }
+    const int64_t floor = ComputeProvenFloor(trace).bytes;
+    SCOPED_TRACE(trace.name);
+    PlannerOptions passes_only;
+    passes_only.search_time_ms = 0;
+    const PlanningResult passes =
+        *PlanSlackSwap(trace, hardware, floor, passes_only);
+    EXPECT_FALSE(passes.feasible);
+    SimulationOptions sim;
+    sim.budget_bytes = floor;
+    EXPECT_FALSE(Simulate(trace, hardware, AllSwapPlan(trace), sim)->feasible);
+    const PlanningResult searched =
+        *PlanSlackSwap(trace, hardware, floor, PlannerOptions());
+    ASSERT_TRUE(searched.feasible) << searched.reason;
+    EXPECT_EQ(searched.Outcome(), PlanOutcome::kPlanned);
+    EXPECT_TRUE(searched.stats.search_improved);
+    // Its replay is the plan's, within the budget.
+    const SimulationResult check =
+        *Simulate(trace, hardware, searched.plan, sim);
+    ASSERT_TRUE(check.feasible);
+    EXPECT_EQ(check.iteration_ns, searched.replay.iteration_ns);
+    EXPECT_LE(check.peak_resident_bytes, floor);
+    EXPECT_GE(searched.replay.iteration_ns, searched.lower_bound.iteration_ns);
+    ++planned;
+  }
+  EXPECT_EQ(planned, 3);
 }
 
 }  // namespace

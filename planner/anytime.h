@@ -4,15 +4,19 @@
 // search"). The passes, repair and the improvement step give a plan in
 // milliseconds. When they find none, or the plan's gap to the lower bound is
 // above the caller's target, planning goes on within a budget of replays:
+//   0. where the plan does not complete, the plan that frees every tensor
+//      right after its forward use (swapped where it may be, else rebuilt)
+//      replaces it if it completes (near the floor often the only start
+//      that does);
 //   1. the improvement step (polish.h) from the plan, with a quarter of the
 //      budget, and where its plan then completes, on from it until no
 //      change improves it (a local optimum) or the budget is spent;
 //   2. rounds of a genetic search (genetic.h) seeded with the plan, the
 //      extra starts the caller gives (SlackSwap's plans for other budgets),
-//      the all-keep plan, the plan that rebuilds everything it may and the
-//      plan that swaps everything it may, each with two thirds of what is
-//      left and stopping after max(60, a third of its generations) without a
-//      better plan;
+//      the all-keep plan, the plan that rebuilds everything it may, the
+//      plan that swaps everything it may and the plan of step 0, each with
+//      two thirds of what is left and stopping after max(60, a third of its
+//      generations) without a better plan;
 //   3. after each round, the improvement step from the best plan found;
 //      another round only if this one improved the plan.
 // Each stage stops as soon as a plan completes within `target_ns`. The best

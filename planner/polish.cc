@@ -157,6 +157,9 @@ std::vector<Move> Polisher::Moves(const Plan& plan,
     if (ga != gb) return ga < gb;
     return key(a) > key(b);
   });
+  // Where prefetches stall the plan, its link is the bottleneck: a swap
+  // rebuilt instead is the most promising change to a swap.
+  const bool link_bound = replay.feasible && replay.prefetch_wait_ns > 0;
   std::vector<Move> moves;
   for (int32_t t : order) {
     const Decision d = plan.decisions[t];
@@ -171,13 +174,14 @@ std::vector<Move> Polisher::Moves(const Plan& plan,
         add(Decision::kKeep, Issue::kLatest);
         break;
       case Decision::kSwap:
+        if (link_bound) add(Decision::kRecompute, Issue::kLatest);
         add(Decision::kKeep, Issue::kLatest);
         add(Decision::kSwap, Issue::kEarlier);
         add(Decision::kSwap, Issue::kLater);
         add(Decision::kSwap, Issue::kEarliest);
         add(Decision::kSwap, Issue::kHalfway);
         add(Decision::kSwap, Issue::kLatest);
-        add(Decision::kRecompute, Issue::kLatest);
+        if (!link_bound) add(Decision::kRecompute, Issue::kLatest);
         break;
       case Decision::kKeep:
         add(Decision::kSwap, Issue::kLatest);

@@ -15,9 +15,10 @@
 //
 // The changes are tried most promising first: for a feasible plan, the
 // dearest rebuilds first (a short stall may cost less than a rebuild: a swap
-// instead, or a keep where memory allows), then the swaps, then the kept
-// tensors by size; for an infeasible one, the tensors resident where its
-// replay got stuck first.
+// instead, or a keep where memory allows), then the swaps (rebuilt instead
+// first where prefetches stall the plan: its link is the bottleneck), then
+// the kept tensors by size; for an infeasible one, the tensors resident
+// where its replay got stuck first.
 //
 // Deterministic (no hashing, clocks or threads). Cost: at most `max_replays`
 // replays of the trace, each counted at its cost (replay_cost.h): a candidate

@@ -157,8 +157,10 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   // followed by the local search from the best plan, while a round improves
   // it.
   for (uint64_t round = 1;; ++round) {
+    // Rounds go on, each from its own seed, while a generation's worth of
+    // replays is left.
     const int64_t left = options.max_replays - result.replays;
-    if (left <= 0) break;
+    if (left < kPopulation) break;
     std::vector<Plan> seeds = {plan};
     seeds.insert(seeds.end(), starts.begin(), starts.end());
     GeneticOptions genetic;
@@ -179,7 +181,6 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     const GeneticResult found =
         RunGenetic(trace, hardware, budget_bytes, seeds, genetic);
     result.replays += found.evaluations;
-    const SimulationResult before = replay;
     if (Faster(found.replay, replay)) {
       plan = found.best;
       replay = found.replay;
@@ -191,10 +192,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     }
     // 3. Local search from the best plan found, with what is left.
     polish(std::max<int64_t>(options.max_replays - result.replays, 0));
-    if (OnTarget(replay, options.target_ns) || stopped() ||
-        !Faster(replay, before)) {
-      break;
-    }
+    if (OnTarget(replay, options.target_ns) || stopped()) break;
   }
   return result;
 }

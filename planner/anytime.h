@@ -18,7 +18,8 @@
 //      two thirds of what is left and stopping after max(60, a third of its
 //      generations) without a better plan;
 //   3. after each round, the improvement step from the best plan found;
-//      another round only if this one improved the plan.
+//      another round, from the next seed, while a generation's worth of
+//      the budget (a population's replays) is left.
 // Each stage stops as soon as a plan completes within `target_ns`. The best
 // plan found is kept; a feasible plan is never traded for a slower one.
 //

@@ -5,7 +5,7 @@
 // SimulationOptions::cutoff_ns because it cannot beat the plan it is
 // compared with, or stuck for memory) counts for the share of the work it
 // did. The work of a replay is its trace's elements (ReplayElements), of
-// which a quarter (at least kReplayOverheadElements) is fixed (deriving the
+// which a third (at least kReplayOverheadElements) is fixed (deriving the
 // schedule, setting up) and the rest walked in operator order: one stopped
 // at operator k of n did the fixed part and k/n of the rest. Integer arithmetic
 // only: the same replay costs the same on every machine, so a budget in this

@@ -117,6 +117,22 @@ void BM_SimulateGpt2XlMixedPlan(benchmark::State& state) {
 }
 BENCHMARK(BM_SimulateGpt2XlMixedPlan)->Unit(benchmark::kMicrosecond);
 
+// A candidate the searches cut off at once (a cutoff no plan beats): plan
+// validation and schedule derivation, and the replay's setup. The searches
+// charge such a replay a third of a full one (planner/replay_cost.h).
+void BM_SimulateGpt2XlCutAtOnce(benchmark::State& state) {
+  const Fixture& f = Gpt2Xl();
+  SimulationOptions options = f.options;
+  options.cutoff_ns = 1;
+  for (auto _ : state) {
+    absl::StatusOr<SimulationResult> r =
+        Simulate(f.trace, f.hardware, f.plan, options);
+    if (!r->cut_off) state.SkipWithError("the replay was not cut off");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_SimulateGpt2XlCutAtOnce)->Unit(benchmark::kMicrosecond);
+
 // The same with the full timeline recorded.
 void BM_SimulateGpt2XlWithTimeline(benchmark::State& state) {
   const Fixture& f = Gpt2Xl();

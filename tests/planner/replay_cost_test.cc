@@ -63,7 +63,7 @@ TEST(ReplayCostTest, AFullReplayCostsOneAndOneCutShortItsShare) {
     if (steps == full.iteration_ns) continue;
     ++stalling;
     const int64_t total = ReplayElements(c.trace);
-    const int64_t fixed = std::max(kReplayOverheadElements, total / 2);
+    const int64_t fixed = std::max(kReplayOverheadElements, total / 3);
     int64_t last_cost = 0, last_op = -1;
     for (int64_t cutoff : {int64_t{1}, steps + (full.iteration_ns - steps) / 10,
                            steps + (full.iteration_ns - steps) / 2,

@@ -59,6 +59,34 @@ int64_t SwappedBytes(const Trace& trace, const Plan& plan) {
   return swapped;
 }
 
+// The genetic search's starts besides the plan: the caller's, the all-keep
+// plan, the plan that rebuilds everything it may (where the link is slow, a
+// shared uplink, the best plans recompute nearly everything), and where
+// their swaps fit the host's pinned memory and no barriers hold the
+// prefetches, the all-swap plan and, last (`freeing_last`), FreeEverything.
+std::vector<Plan> Portfolio(const Trace& trace, const Hardware& hardware,
+                            const AnytimeOptions& options, bool& freeing_last) {
+  std::vector<Plan> starts = options.extra_starts;
+  starts.push_back(Plan::AllKeep(trace));
+  Plan all_recompute = Plan::AllKeep(trace);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (!trace.tensors[t].recompute_forbidden)
+      all_recompute.decisions[t] = Decision::kRecompute;
+  }
+  starts.push_back(std::move(all_recompute));
+  const auto pinned_fits = [&](const Plan& p) {
+    return !options.per_layer_barriers &&
+           (hardware.host_pinned_memory_bytes <= 0 ||
+            SwappedBytes(trace, p) <= hardware.host_pinned_memory_bytes);
+  };
+  Plan all_swap = AllSwapPlan(trace);
+  if (pinned_fits(all_swap)) starts.push_back(std::move(all_swap));
+  Plan free_everything = FreeEverything(trace);
+  freeing_last = pinned_fits(free_everything);
+  if (freeing_last) starts.push_back(std::move(free_everything));
+  return starts;
+}
+
 }  // namespace
 
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
@@ -98,49 +126,26 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     if (Faster(replay, before)) result.improved = true;
   };
 
-  // The portfolio of starts for the genetic search (below).
-  std::vector<Plan> starts = options.extra_starts;
-  starts.push_back(Plan::AllKeep(trace));
-  // Every tensor that may be rebuilt, rebuilt: where the link is slow (a
-  // shared uplink) the best plans recompute nearly everything.
-  Plan all_recompute = Plan::AllKeep(trace);
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (!trace.tensors[t].recompute_forbidden)
-      all_recompute.decisions[t] = Decision::kRecompute;
-  }
-  starts.push_back(std::move(all_recompute));
-  const auto pinned_fits = [&](const Plan& p) {
-    return !options.per_layer_barriers &&
-           (hardware.host_pinned_memory_bytes <= 0 ||
-            SwappedBytes(trace, p) <= hardware.host_pinned_memory_bytes);
-  };
-  Plan all_swap = AllSwapPlan(trace);
-  if (pinned_fits(all_swap)) starts.push_back(std::move(all_swap));
-  Plan free_everything = FreeEverything(trace);
-  if (pinned_fits(free_everything)) {
-    // Without a plan that completes, the local search starts from it where
-    // it completes (the plan so far joins the starts).
-    if (!replay.feasible) {
-      SimulationOptions sim;
-      sim.budget_bytes = budget_bytes;
-      sim.per_layer_barriers = options.per_layer_barriers;
-      sim.physics = options.physics;
-      SimulationResult r =
-          SimulateSchedule(trace, hardware, free_everything,
-                           DeriveSchedule(trace, free_everything), sim);
-      ++result.replays;
-      if (r.feasible) {
-        starts.push_back(std::move(plan));
-        plan = std::move(free_everything);
-        replay = std::move(r);
-        replay.timeline.clear();
-        result.improved = true;
-        if (OnTarget(replay, options.target_ns)) return result;
-      } else {
-        starts.push_back(std::move(free_everything));
-      }
-    } else {
-      starts.push_back(std::move(free_everything));
+  // Without a plan that completes, the local search starts from the plan
+  // that frees everything (the portfolio's last) where that one completes;
+  // the plan so far takes its place in the portfolio.
+  bool freeing_last = false;
+  std::vector<Plan> starts = Portfolio(trace, hardware, options, freeing_last);
+  if (!replay.feasible && freeing_last) {
+    SimulationOptions sim;
+    sim.budget_bytes = budget_bytes;
+    sim.per_layer_barriers = options.per_layer_barriers;
+    sim.physics = options.physics;
+    SimulationResult r =
+        SimulateSchedule(trace, hardware, starts.back(),
+                         DeriveSchedule(trace, starts.back()), sim);
+    ++result.replays;
+    if (r.feasible) {
+      std::swap(plan, starts.back());
+      replay = std::move(r);
+      replay.timeline.clear();
+      result.improved = true;
+      if (OnTarget(replay, options.target_ns)) return result;
     }
   }
 

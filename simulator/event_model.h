@@ -73,8 +73,10 @@ struct SimulationOptions {
   // releasing its cached memory) waits, as for memory.
   Physics physics;
   // Planners comparing candidates: the replay stops as soon as the iteration
-  // is certain to take at least this long (the time so far plus the profiled
-  // durations of the steps not started: nothing runs faster than profiled).
+  // is certain to take at least this long: the time so far plus the profiled
+  // durations of the steps not started (nothing runs faster than profiled),
+  // or the H2D queue's transfers still to run, in order, each followed by
+  // the profiled steps from the first that waits for it on.
   // The result is then infeasible with `cut_off` set. Lockstep and
   // single-GPU replays only (ranks with skew replay in full).
   int64_t cutoff_ns = kNoCutoff;

@@ -544,6 +544,7 @@ void Replay::ReportStopped() {
 }
 
 SimulationResult Replay::Run() {
+  if (options_.cutoff_ns != SimulationOptions::kNoCutoff) BuildLinkBound();
   // (Polled first at once: a call stopped already ends each replay it
   // still starts there.)
   for (int events = kReplayStopPollEvents;; ++events) {
@@ -558,9 +559,11 @@ SimulationResult Replay::Run() {
     }
     // Nothing runs faster than profiled: the compute stream still has the
     // running step's rest and every step not started.
+    // Nor does the H2D stream (BuildLinkBound).
     const int64_t earliest =
-        std::max(now_, compute_busy_ ? compute_earliest_end_ : now_) +
-        unstarted_ns_;
+        std::max(std::max(now_, compute_busy_ ? compute_earliest_end_ : now_) +
+                     unstarted_ns_,
+                 LinkBound());
     if (earliest >= options_.cutoff_ns) {
       result_.feasible = false;
       result_.cut_off = true;

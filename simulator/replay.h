@@ -139,6 +139,19 @@ class Replay {
   // first needed.
   void ComputeDeadlines();
   void BuildProjection();
+  // The cutoff's bound from the H2D stream (Run with a cutoff): the queue is
+  // served in order at fixed durations, a prefetch's deadline step starts
+  // after it ends, and no step runs faster than profiled. Per prefetch rank
+  // r: the H2D time of the ranks before r (link_before_), and the most, over
+  // the ranks r' >= r, of the H2D time up to r''s end plus the profiled
+  // time of the steps from r''s deadline on (link_tail_).
+  void BuildLinkBound();
+  // The earliest the iteration can end by that bound (0 without it).
+  int64_t LinkBound() const {
+    if (next_prefetch_ >= link_tail_.size()) return 0;
+    const int64_t from = h2d_.busy ? h2d_.start : now_;
+    return from + link_tail_[next_prefetch_] - link_before_[next_prefetch_];
+  }
   // Whether the any-speed rule admits the head prefetch of `bytes` now;
   // when not, notes where it is held (held_).
   bool ProjectionAdmits(int64_t bytes);
@@ -246,6 +259,8 @@ class Replay {
   // The trace has fixed transfers (the schedule's fixed_* fields are set).
   const bool fixed_;
   std::vector<int32_t> prefetch_deadline_;
+  std::vector<int64_t> link_before_;
+  std::vector<int64_t> link_tail_;
   bool projection_built_ = false;
   int32_t projection_base_ = 0;  // the step projected_ starts at
   MaxSegmentTree projected_{0};

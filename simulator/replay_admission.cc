@@ -65,6 +65,35 @@ void Replay::ComputeDeadlines() {
   }
 }
 
+void Replay::BuildLinkBound() {
+  const size_t n = s_.prefetch_order.size();
+  if (n == 0 || rates_ == Rates::kShared) return;
+  if (prefetch_deadline_.empty()) ComputeDeadlines();
+  // The profiled time of the steps from each step on.
+  const int32_t steps = s_.num_steps;
+  std::vector<int64_t> after(static_cast<size_t>(steps) + 1, 0);
+  for (int32_t o = trace_.num_ops() - 1; o >= 0; --o) {
+    const int32_t op_step = s_.OpStep(o);
+    after[op_step] = after[op_step + 1] + trace_.ops[o].duration_ns;
+    for (int32_t k = s_.rebuilds.begin[o + 1] - 1; k >= s_.rebuilds.begin[o];
+         --k) {
+      after[o + k] =
+          after[o + k + 1] + trace_.tensors[s_.rebuilds.items[k]].recompute_ns;
+    }
+  }
+  link_before_.assign(n, 0);
+  link_tail_.assign(n, 0);
+  int64_t h2d = 0;
+  for (size_t r = 0; r < n; ++r) {
+    link_before_[r] = h2d;
+    h2d += TransferNs(ItemBytes(trace_, s_.prefetch_order[r]), h2d_rate_,
+                      hw_.transfer_latency_ns);
+    link_tail_[r] = h2d + after[prefetch_deadline_[r]];
+  }
+  for (size_t r = n - 1; r > 0; --r)
+    link_tail_[r - 1] = std::max(link_tail_[r - 1], link_tail_[r]);
+}
+
 void Replay::BuildProjection() {
   // Each copy as the steps whose start finds it resident, in a difference
   // array (from its first such step to the step after its last); each

@@ -266,6 +266,47 @@ TEST(EventModelPropertyTest, ACutoffStopsOnlyWhatCannotFinishUnderIt) {
   EXPECT_GT(cut_at_start, 10);
 }
 
+// The cutoff counts the H2D stream's work too: where the prefetches alone
+// take longer than the cutoff, the replay stops before its first step, though
+// its steps alone would fit (a slow link, one GPU or two in lockstep).
+TEST(EventModelPropertyTest, ACutoffBelowThePrefetchesTimeStopsAtOnce) {
+  int cut = 0;
+  for (const Workload& w : Workloads()) {
+    const Plan plan = AllSwapPlan(w.trace);
+    int64_t swapped = 0;
+    for (int32_t t = 0; t < w.trace.num_tensors(); ++t) {
+      if (plan.decisions[t] == Decision::kSwap)
+        swapped += w.trace.tensors[t].size_bytes;
+    }
+    if (swapped == 0) continue;
+    // A link that moves the swapped bytes in three ideal iterations.
+    Hardware slow = w.hardware;
+    slow.h2d_bytes_per_second = slow.d2h_bytes_per_second = std::max<int64_t>(
+        1, static_cast<int64_t>(static_cast<double>(swapped) * 1e9 /
+                                (3.0 * static_cast<double>(w.trace.ideal_ns))));
+    for (const Hardware& hw : {slow, SharedUplink(slow, 2)}) {
+      SCOPED_TRACE(w.name + " ranks " + std::to_string(hw.gpus_per_uplink));
+      SimulationOptions options;
+      options.budget_bytes = AllKeepPeakBytes(w.trace);
+      const SimulationResult full = *Simulate(w.trace, hw, plan, options);
+      ASSERT_TRUE(full.feasible) << full.infeasibility.reason;
+      // Its steps alone (no rebuilds) take the ideal iteration.
+      options.cutoff_ns = 2 * w.trace.ideal_ns;
+      ASSERT_GE(full.iteration_ns, options.cutoff_ns);
+      const SimulationResult r = *Simulate(w.trace, hw, plan, options);
+      EXPECT_TRUE(r.cut_off);
+      EXPECT_EQ(r.iteration_ns, 0);
+      EXPECT_EQ(r.infeasibility.op, 0);
+      cut += r.cut_off;
+      // Just above the iteration it runs to the end, unchanged.
+      options.cutoff_ns = full.iteration_ns + 1;
+      EXPECT_EQ(testing::Fingerprint(*Simulate(w.trace, hw, plan, options)),
+                testing::Fingerprint(full));
+    }
+  }
+  EXPECT_GE(cut, 6);
+}
+
 // The reversed relations (op -> tensors it reads, input -> tensors rebuilt
 // from it) list every pair of the forward ones once, ascending, on generated
 // and random traces.

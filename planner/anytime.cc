@@ -1,8 +1,10 @@
 #include "planner/anytime.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "base/workers.h"
 #include "planner/basic_plans.h"
 #include "planner/genetic.h"
 #include "planner/polish.h"
@@ -92,8 +94,8 @@ std::vector<Plan> Portfolio(const Trace& trace, const Hardware& hardware,
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
   if (options.search_time_ms <= 0) return 0;
   const int64_t elements = ReplayElements(trace);
-  const double work =
-      options.search_time_ms * static_cast<double>(kSearchWorkPerMs);
+  const double work = options.search_time_ms *
+                      static_cast<double>(kSearchWorkPerMs * kSearchThreads);
   const double replays =
       work / static_cast<double>(std::max<int64_t>(elements, 1));
   // Fewer replays than a generation or two of the genetic search find
@@ -112,8 +114,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   const auto stopped = [&] {
     return options.stop != nullptr && options.stop->stopped();
   };
+  std::optional<Workers> own;
+  if (options.workers == nullptr) own.emplace(options.threads);
+  Workers& workers = options.workers != nullptr ? *options.workers : *own;
   const auto polish = [&](int64_t replays) {
     PolishOptions p;
+    p.workers = &workers;
     p.max_replays = replays;
     p.per_layer_barriers = options.per_layer_barriers;
     p.stop = options.stop;
@@ -173,7 +179,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
         std::max<int64_t>(left * 2 / 3, static_cast<int64_t>(seeds.size()) * 2);
     genetic.population = kPopulation;
     genetic.seed = round;
-    genetic.threads = 1;
+    genetic.workers = &workers;
     genetic.charge_partial_replays = true;
     genetic.per_layer_barriers = options.per_layer_barriers;
     genetic.target_ns = options.target_ns;

@@ -23,14 +23,16 @@
 // Each stage stops as soon as a plan completes within `target_ns`. The best
 // plan found is kept; a feasible plan is never traded for a slower one.
 //
-// Deterministic: the budget counts replays, never time, and the genetic
-// search draws from a fixed seed on one thread.
+// Deterministic: the budget counts replays, never time; the genetic search
+// draws from a fixed seed, and both searches read their candidates' replays
+// in order however many threads replay them (`threads`).
 #ifndef SLACKSWAP_PLANNER_ANYTIME_H_
 #define SLACKSWAP_PLANNER_ANYTIME_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "base/workers.h"
 #include "planner/planner_options.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
@@ -47,6 +49,11 @@ namespace slackswap {
 // anytime search": 38,000-45,000 element-replays a millisecond, replays
 // times elements over the median time).
 inline constexpr int64_t kSearchWorkPerMs = 40'000;
+// The threads the search replays on (AnytimeOptions::threads), and the cores'
+// worth of work a millisecond of its limit buys: the plan depends on the
+// limit alone, and on a machine with this many cores free the search takes
+// about its limit.
+inline constexpr int32_t kSearchThreads = 2;
 
 // The replays PlannerOptions::search_time_ms allows on `trace`: 0 when the
 // search is off or the limit allows fewer than kMinSearchReplays (a trace of
@@ -65,6 +72,10 @@ struct AnytimeOptions {
   StopPoll* stop = nullptr;  // may be null
   // The node physics every replay applies.
   Physics physics;
+  // Threads that replay candidates (the result is the same on any number):
+  // `workers` where set, else a team of `threads` for the call.
+  int32_t threads = kSearchThreads;
+  Workers* workers = nullptr;
 };
 
 struct AnytimeResult {

@@ -107,21 +107,27 @@ void Search::Evaluate(std::vector<Individual>& batch, int64_t cutoff_ns) {
   const StopFunction* stop = CurrentStop();
   SimulationOptions sim = sim_;
   sim.cutoff_ns = cutoff_ns;
-  auto work = [&](size_t begin, size_t step) {
-    ScopedStop scope(stop);
-    for (size_t i = begin; i < batch.size(); i += step) {
-      Individual& ind = batch[i];
-      ind.replay = SimulateSchedule(trace_, hw_, ind.plan,
-                                    DeriveSchedule(trace_, ind.plan), sim);
-      ind.fitness = {ind.replay.feasible, ind.replay.iteration_ns};
-    }
+  auto replay = [&](size_t i) {
+    Individual& ind = batch[i];
+    Normalize(ind.plan);
+    ind.replay = SimulateSchedule(trace_, hw_, ind.plan,
+                                  DeriveSchedule(trace_, ind.plan), sim);
+    ind.fitness = {ind.replay.feasible, ind.replay.iteration_ns};
   };
-  const size_t threads =
-      std::max<size_t>(1, std::min<size_t>(options_.threads, batch.size()));
-  std::vector<std::thread> pool;
-  for (size_t k = 1; k < threads; ++k) pool.emplace_back(work, k, threads);
-  work(0, threads);
-  for (std::thread& t : pool) t.join();
+  if (options_.workers != nullptr) {
+    options_.workers->ForEach(batch.size(), replay);
+  } else {
+    auto work = [&](size_t begin, size_t step) {
+      ScopedStop scope(stop);
+      for (size_t i = begin; i < batch.size(); i += step) replay(i);
+    };
+    const size_t threads =
+        std::max<size_t>(1, std::min<size_t>(options_.threads, batch.size()));
+    std::vector<std::thread> pool;
+    for (size_t k = 1; k < threads; ++k) pool.emplace_back(work, k, threads);
+    work(0, threads);
+    for (std::thread& t : pool) t.join();
+  }
   evaluations_ += static_cast<int64_t>(batch.size());
   for (const Individual& ind : batch) {
     if (ind.replay.cut_off) ++cut_;
@@ -183,8 +189,7 @@ Plan Search::Breed(const std::vector<Individual>& pool) {
     }
   }
   Mutate(child);
-  Normalize(child);
-  return child;
+  return child;  // (Evaluate normalizes it, on the replaying thread)
 }
 
 GeneticResult Search::Run(const std::vector<Plan>& seeds) {

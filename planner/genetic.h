@@ -22,6 +22,7 @@
 #include <functional>
 #include <vector>
 
+#include "base/workers.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/plan.h"
@@ -42,6 +43,8 @@ struct GeneticOptions {
   int32_t population = 48;
   uint64_t seed = 1;
   int32_t threads = 2;
+  // Replays children on these threads instead (threads then unused).
+  Workers* workers = nullptr;
   bool allow_recompute = true;
   bool per_layer_barriers = false;
   // Checked between generations; true stops the search (deadlines, cancel).

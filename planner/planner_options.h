@@ -82,12 +82,12 @@ struct PlannerOptions {
   // The anytime search (anytime.h): when the passes find no plan, or their
   // plan is more than gap_target above the lower bound, planning goes on
   // for about search_time_ms, counted in replays (kSearchWorkPerMs
-  // element-replays a millisecond) so that every replica gives the same
-  // plan, and stops early once the gap is within the target. 0 ms: off.
+  // element-replays a millisecond on each of kSearchThreads threads) so
+  // that every replica gives the same plan, and stops early once the gap is
+  // within the target. 0 ms: off.
   double gap_target = 0.005;
-  // 150 ms: within issue 27's 200 ms for a trace of 300 tensors, and about
-  // 2.4 times the replays of the earlier 100 ms at 25,000 element-replays a
-  // ms (docs/results.md, section 15).
+  // 150 ms: within issue 27's 200 ms for a trace of 300 tensors on two
+  // free cores (docs/benchmarks.md, docs/results.md section 15).
   double search_time_ms = 150;  // at most kMaxSearchTimeMs
   // The event model's prefetch admission the replays use. Only to measure
   // what the any-speed rule costs (docs/results.md): plans made under

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "base/workers.h"
 #include "planner/replay_cost.h"
 #include "simulator/schedule.h"
 
@@ -107,6 +108,21 @@ class Polisher {
   }
   std::vector<Move> Moves(const Plan& plan,
                           const SimulationResult& replay) const;
+  bool OnTarget(const SimulationResult& r) const {
+    return r.feasible && r.iteration_ns <= options_.target_ns;
+  }
+  // `move` applied to `plan` (swapping `swapped` bytes): false when it
+  // changes nothing or swaps more than `cap`.
+  bool MakeCandidate(const Move& move, const Plan& plan, int64_t swapped,
+                     int64_t cap, Plan& next, int64_t& next_swapped) const;
+  // One scan of `moves`: the best change (Steepest) or each first that
+  // improves (FirstImproving) kept. False when the call was stopped.
+  bool Steepest(const std::vector<Move>& moves, Plan& plan,
+                SimulationResult& replay, int64_t& swapped, int64_t cap,
+                PolishResult& result);
+  bool FirstImproving(const std::vector<Move>& moves, Plan& plan,
+                      SimulationResult& replay, int64_t& swapped, int64_t cap,
+                      PolishResult& result);
   // Tries changing two tensors at once; applies the first pair that improves
   // the plan (true), or returns false (none, or no budget to scan them).
   bool TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
@@ -240,66 +256,126 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
   }
   bool improved = true;
   bool pairs = false;  // single changes first; pairs once they stall
-  const auto on_target = [&] {
-    return replay.feasible && replay.iteration_ns <= options_.target_ns;
-  };
-  while (!OutOfBudget() && !on_target()) {
+  while (!OutOfBudget() && !OnTarget(replay)) {
     if (!improved) {
       // No single change helps: try two at once (one tensor takes another's
       // role), if the budget can scan them.
       if (pairs || !TryPairs(plan, replay, swapped, cap, result)) break;
       pairs = true;
     }
-    improved = false;
     const std::vector<Move> moves = Moves(plan, replay);
     // Where the budget can scan the whole neighbourhood (small traces), take
     // its best change (steepest descent); otherwise the first that improves.
     const bool steepest = static_cast<int64_t>(moves.size()) * 4 <= Left();
-    Plan best_plan;
-    SimulationResult best_replay;
-    int64_t best_swapped = 0;
-    bool have_best = false;
-    for (const Move& move : moves) {
-      if (OutOfBudget()) break;
-      if (options_.stop != nullptr && options_.stop->Stop()) return result;
-      const Decision from = plan.decisions[move.tensor];
-      const int64_t size = trace_.tensors[move.tensor].size_bytes;
-      const int64_t next_swapped =
-          swapped - (from == Decision::kSwap ? size : 0) +
-          (move.decision == Decision::kSwap ? size : 0);
-      if (next_swapped > cap) continue;
-      Plan next = Apply(plan, move);
-      if (next.decisions == plan.decisions &&
-          next.prefetch_issue_op == plan.prefetch_issue_op) {
-        continue;
-      }
-      const SimulationResult& reference = have_best ? best_replay : replay;
-      SimulationResult r = Try(next, reference);
-      if (!Better(r, reference)) continue;
-      best_plan = std::move(next);
-      best_replay = std::move(r);
-      best_swapped = next_swapped;
-      have_best = true;
-      if (steepest) continue;
-      plan = std::move(best_plan);
-      replay = std::move(best_replay);
-      swapped = best_swapped;
-      have_best = false;
-      ++result.changes;
-      improved = true;
-      pairs = false;
-      if (on_target()) return result;
-    }
-    if (have_best) {
-      plan = std::move(best_plan);
-      replay = std::move(best_replay);
-      swapped = best_swapped;
-      ++result.changes;
-      improved = true;
-      pairs = false;
-    }
+    const int32_t before = result.changes;
+    const bool stopped =
+        steepest ? !Steepest(moves, plan, replay, swapped, cap, result)
+                 : !FirstImproving(moves, plan, replay, swapped, cap, result);
+    if (stopped) return result;
+    improved = result.changes > before;
+    if (improved) pairs = false;
   }
   return result;
+}
+
+bool Polisher::MakeCandidate(const Move& move, const Plan& plan,
+                             int64_t swapped, int64_t cap, Plan& next,
+                             int64_t& next_swapped) const {
+  const Decision from = plan.decisions[move.tensor];
+  const int64_t size = trace_.tensors[move.tensor].size_bytes;
+  next_swapped = swapped - (from == Decision::kSwap ? size : 0) +
+                 (move.decision == Decision::kSwap ? size : 0);
+  if (next_swapped > cap) return false;
+  next = Apply(plan, move);
+  return next.decisions != plan.decisions ||
+         next.prefetch_issue_op != plan.prefetch_issue_op;
+}
+
+bool Polisher::Steepest(const std::vector<Move>& moves, Plan& plan,
+                        SimulationResult& replay, int64_t& swapped, int64_t cap,
+                        PolishResult& result) {
+  Plan best_plan;
+  SimulationResult best_replay;
+  int64_t best_swapped = 0;
+  bool have_best = false;
+  for (const Move& move : moves) {
+    if (OutOfBudget()) break;
+    if (options_.stop != nullptr && options_.stop->Stop()) return false;
+    Plan next;
+    int64_t next_swapped = 0;
+    if (!MakeCandidate(move, plan, swapped, cap, next, next_swapped)) continue;
+    const SimulationResult& reference = have_best ? best_replay : replay;
+    SimulationResult r = Try(next, reference);
+    if (!Better(r, reference)) continue;
+    best_plan = std::move(next);
+    best_replay = std::move(r);
+    best_swapped = next_swapped;
+    have_best = true;
+  }
+  if (have_best) {
+    plan = std::move(best_plan);
+    replay = std::move(best_replay);
+    swapped = best_swapped;
+    ++result.changes;
+  }
+  return true;
+}
+
+bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
+                              SimulationResult& replay, int64_t& swapped,
+                              int64_t cap, PolishResult& result) {
+  // The moves in order, each against the plan as it is then; the first that
+  // improves it is kept and the scan goes on from the next. With workers,
+  // the next few candidates are replayed at once against the same plan and
+  // then read in order, charged as one after another would be: the same
+  // changes, the same cost, in less time (the candidates after a kept one
+  // are replayed in vain: batches start small and grow while none is kept).
+  const size_t threads =
+      options_.workers != nullptr ? options_.workers->threads() : 1;
+  size_t batch_size = threads;
+  struct Candidate {
+    bool changes = false;  // the move changes the plan within the cap
+    Plan plan;
+    int64_t swapped = 0;
+    SimulationResult replay;
+  };
+  std::vector<Candidate> batch;
+  for (size_t m = 0; m < moves.size();) {
+    if (OutOfBudget()) return true;
+    if (options_.stop != nullptr && options_.stop->Stop()) return false;
+    const size_t end = std::min(moves.size(), m + batch_size);
+    batch.assign(end - m, Candidate());
+    const auto replay_one = [&](size_t i) {
+      Candidate& c = batch[i];
+      c.changes =
+          MakeCandidate(moves[m + i], plan, swapped, cap, c.plan, c.swapped);
+      if (c.changes)
+        c.replay = ReplayAgainst(trace_, hw_, c.plan, sim_, replay);
+    };
+    if (options_.workers != nullptr) {
+      options_.workers->ForEach(batch.size(), replay_one);
+    } else {
+      for (size_t i = 0; i < batch.size(); ++i) replay_one(i);
+    }
+    bool kept = false;
+    for (size_t i = 0; i < batch.size() && !kept; ++i) {
+      Candidate& c = batch[i];
+      if (!c.changes) continue;
+      if (OutOfBudget()) return true;
+      spent_millis_ += ReplayCostMillis(trace_, c.replay);
+      if (!Better(c.replay, replay)) continue;
+      plan = std::move(c.plan);
+      replay = std::move(c.replay);
+      swapped = c.swapped;
+      ++result.changes;
+      if (OnTarget(replay)) return true;
+      m += i + 1;
+      kept = true;
+    }
+    if (!kept) m = end;
+    batch_size = kept ? threads : std::min<size_t>(batch_size * 2, 8 * threads);
+  }
+  return true;
 }
 
 bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,

@@ -20,7 +20,10 @@
 // the kept tensors by size; for an infeasible one, the tensors resident
 // where its replay got stuck first.
 //
-// Deterministic (no hashing, clocks or threads). Cost: at most `max_replays`
+// Deterministic (no hashing or clocks; with `workers`, candidates are
+// replayed a few at a time but read and charged in order, so the changes
+// kept and the cost are the same on any number of threads). Cost: at most
+// `max_replays`
 // replays of the trace, each counted at its cost (replay_cost.h): a candidate
 // cut off as soon as it cannot beat the plan counts for the share it ran.
 #ifndef SLACKSWAP_PLANNER_POLISH_H_
@@ -28,6 +31,7 @@
 
 #include <cstdint>
 
+#include "base/workers.h"
 #include "planner/planner_options.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
@@ -49,6 +53,8 @@ struct PolishOptions {
   int64_t target_ns = 0;
   // The node physics every replay applies.
   Physics physics;
+  // Replays candidates on these threads (null: on the caller's alone).
+  Workers* workers = nullptr;
 };
 
 struct PolishResult {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/status_macros.h"
+#include "base/workers.h"
 #include "planner/anytime.h"
 #include "planner/issue_points.h"
 #include "planner/link_budget_pass.h"
@@ -315,8 +316,10 @@ class SlackSwapRun {
     search.stop = &stop_;
     search.physics = options_.physics;
     int64_t left = search_replays;
+    Workers workers(kSearchThreads);
+    search.workers = &workers;
     SLACKSWAP_RETURN_IF_ERROR(
-        SearchStarts(search_replays, left, search.extra_starts));
+        SearchStarts(search_replays, left, workers, search.extra_starts));
     if (stop_.StopNow()) return PlanningStopped();
     search.max_replays = left;
     const AnytimeResult found =
@@ -335,7 +338,7 @@ class SlackSwapRun {
   // made them here) while it leaves at least half of the limit to the search
   // itself: `left` is what remains.
   absl::Status SearchStarts(int64_t search_replays, int64_t& left,
-                            std::vector<Plan>& starts) {
+                            Workers& workers, std::vector<Plan>& starts) {
     PlannerOptions base = options_;
     base.search_time_ms = 0;
     const int64_t base_replays =
@@ -347,24 +350,28 @@ class SlackSwapRun {
     };
     const int64_t peak = AllKeepPeakBytes(trace_);
     const int64_t floor = ComputeProvenFloor(trace_).bytes;
+    std::vector<int64_t> budgets;
     for (double less : kSmallerBudgets) {
       const int64_t smaller =
           budget_ - static_cast<int64_t>(less * static_cast<double>(peak));
       if (smaller < floor || !afford()) break;
-      SLACKSWAP_ASSIGN_OR_RETURN(
-          const PlanningResult r,
-          PlanSlackSwap(trace_, hardware_, smaller, base));
-      if (r.feasible) starts.push_back(r.plan);
+      budgets.push_back(smaller);
     }
     for (double more : kLargerBudgets) {
       if (have_best_) break;
       const int64_t larger =
           budget_ + static_cast<int64_t>(more * static_cast<double>(peak));
       if (larger >= peak || !afford()) break;
-      SLACKSWAP_ASSIGN_OR_RETURN(
-          const PlanningResult r,
-          PlanSlackSwap(trace_, hardware_, larger, base));
-      if (r.feasible) starts.push_back(r.plan);
+      budgets.push_back(larger);
+    }
+    // Planned side by side, taken in the order above.
+    std::vector<absl::StatusOr<PlanningResult>> plans(budgets.size());
+    workers.ForEach(budgets.size(), [&](size_t i) {
+      plans[i] = PlanSlackSwap(trace_, hardware_, budgets[i], base);
+    });
+    for (absl::StatusOr<PlanningResult>& r : plans) {
+      SLACKSWAP_RETURN_IF_ERROR(r.status());
+      if (r->feasible) starts.push_back(std::move(r->plan));
     }
     return absl::OkStatus();
   }

@@ -1,0 +1,117 @@
+// The searches on several threads (base/workers.h): the improvement step and
+// the anytime search give the same plan at the same cost on any number of
+// threads, so every replica plans the same whatever its cores.
+#include <vector>
+
+#include "base/workers.h"
+#include "gtest/gtest.h"
+#include "planner/anytime.h"
+#include "planner/lower_bound.h"
+#include "planner/polish.h"
+#include "planner/slackswap.h"
+#include "simulator/event_model.h"
+#include "simulator/medium_traces.h"
+#include "simulator/trace_validation.h"
+
+namespace slackswap {
+namespace {
+
+struct Case {
+  Trace trace;
+  Hardware hardware;
+  int64_t budget = 0;
+};
+
+// Medium traces of each shape near their floor (2% and 10% of the way to
+// the all-keep peak), where the passes' plans leave much to improve.
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  for (MediumShape shape :
+       {MediumShape::kChain, MediumShape::kBranches, MediumShape::kDag}) {
+    MediumTraceOptions options;
+    options.shape = shape;
+    options.max_tensors = 120;
+    const MediumTrace medium = RandomMediumTrace(23, options);
+    const Trace trace = *ValidateTrace(medium.trace);
+    const int64_t floor = ComputeProvenFloor(trace).bytes;
+    for (int64_t percent : {2, 10}) {
+      cases.push_back(
+          {trace, medium.hardware,
+           floor + (AllKeepPeakBytes(trace) - floor) * percent / 100});
+    }
+  }
+  return cases;
+}
+
+void ExpectSamePlan(const Plan& a, const Plan& b) {
+  EXPECT_EQ(a.decisions, b.decisions);
+  EXPECT_EQ(a.prefetch_issue_op, b.prefetch_issue_op);
+}
+
+TEST(SearchThreadsTest, PolishKeepsTheSameChangesAtTheSameCost) {
+  int changes = 0;
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
+    PlannerOptions passes;
+    passes.search_time_ms = 0;
+    passes.polish_work = 0;
+    const PlanningResult start =
+        *PlanSlackSwap(c.trace, c.hardware, c.budget, passes);
+    for (int64_t replays : {int64_t{25}, int64_t{400}}) {
+      PolishOptions options;
+      options.max_replays = replays;
+      Plan alone_plan = start.plan;
+      SimulationResult alone_replay = start.replay;
+      const PolishResult alone = Polish(c.trace, c.hardware, c.budget, options,
+                                        alone_plan, alone_replay);
+      changes += alone.changes;
+      for (int threads : {2, 3}) {
+        Workers workers(threads);
+        options.workers = &workers;
+        Plan plan = start.plan;
+        SimulationResult replay = start.replay;
+        const PolishResult r =
+            Polish(c.trace, c.hardware, c.budget, options, plan, replay);
+        ExpectSamePlan(plan, alone_plan);
+        EXPECT_EQ(r.changes, alone.changes);
+        EXPECT_EQ(r.replays, alone.replays);
+        EXPECT_EQ(replay.feasible, alone_replay.feasible);
+        EXPECT_EQ(replay.iteration_ns, alone_replay.iteration_ns);
+        EXPECT_LE(r.replays, replays);
+      }
+    }
+  }
+  EXPECT_GT(changes, 20);  // the cases do improve
+}
+
+TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {
+  int improved = 0;
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
+    PlannerOptions passes;
+    passes.search_time_ms = 0;
+    const PlanningResult start =
+        *PlanSlackSwap(c.trace, c.hardware, c.budget, passes);
+    AnytimeOptions options;
+    options.max_replays = 600;
+    Plan one_plan = start.plan;
+    SimulationResult one_replay = start.replay;
+    options.threads = 1;
+    const AnytimeResult one = SearchAnytime(c.trace, c.hardware, c.budget,
+                                            options, one_plan, one_replay);
+    improved += one.improved;
+    options.threads = 3;
+    Plan plan = start.plan;
+    SimulationResult replay = start.replay;
+    const AnytimeResult three =
+        SearchAnytime(c.trace, c.hardware, c.budget, options, plan, replay);
+    ExpectSamePlan(plan, one_plan);
+    EXPECT_EQ(three.replays, one.replays);
+    EXPECT_EQ(three.improved, one.improved);
+    EXPECT_EQ(replay.iteration_ns, one_replay.iteration_ns);
+  }
+  EXPECT_GE(improved, 3);
+}
+
+}  // namespace
+}  // namespace slackswap

@@ -8,7 +8,10 @@
 // reuse), so PlanUnderAllocator plans again for a smaller resident budget,
 // less by the overshoot each time, until the plan's replay under the reserved
 // budget completes, at the profiled speeds and at ReservedCheckScalings(): at
-// most kReservedBudgetRounds plans. If none completes at all of those speeds,
+// most kReservedBudgetRounds plans. Once one completes there after a round
+// that did not, the rounds bisect between the two resident budgets (at most
+// kReservedRefinements of them), and the fastest plan that completes is the
+// answer. If none completes at all of those speeds,
 // the first that completed at the profiled ones is the answer. (Reserved
 // bytes depend on the order in which allocations and frees interleave, which
 // the speeds change: the event model's any-speed proof covers resident bytes
@@ -42,6 +45,8 @@
 namespace slackswap {
 
 inline constexpr int kReservedBudgetRounds = 8;
+// Of those, at most this many bisect once a plan fits (see the .cc).
+inline constexpr int kReservedRefinements = 3;
 
 // The speeds a plan for a reserved budget must also complete at: the four
 // robustness scalings (simulator/speed_scaling.h) and copies that end at

@@ -4,9 +4,12 @@
 // the allocator's overhead makes it.
 #include "planner/allocator_budget.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "planner/lower_bound.h"
 #include "planner/policies.h"
 #include "simulator/event_model.h"
 #include "simulator/schedule.h"
@@ -159,6 +162,89 @@ TEST(AllocatorBudgetTest, ReservedPlansAreCheckedAtOtherSpeeds) {
   // Measured: 36 of 41 answers complete at every scaling checked; without
   // the check 27 did (14 failed one).
   EXPECT_GE(robust, answers - 5) << fell_back << " answers fell back";
+}
+
+// Whether `plan` completes under the reserved budget at the profiled speeds
+// and at every ReservedCheckScalings() one.
+bool FitsAtEverySpeed(const Workload& w, const Plan& plan, int64_t budget,
+                      const Physics& memory) {
+  const SimulationOptions options =
+      AllocatorReplayOptions(budget, memory, false);
+  const absl::StatusOr<SimulationResult> r =
+      Simulate(w.trace, w.hardware, plan, options);
+  if (!r.ok() || !r->feasible) return false;
+  const Schedule schedule = DeriveSchedule(w.trace, plan);
+  for (const SpeedScaling& s : ReservedCheckScalings()) {
+    const absl::StatusOr<SimulationResult> scaled =
+        ReplayScaled(w.trace, w.hardware, plan, schedule, options, s);
+    if (!scaled.ok() || !scaled->feasible) return false;
+  }
+  return true;
+}
+
+// Once a plan fits, the rounds bisect between the largest resident budget
+// whose plan fits and the smallest above it whose plan does not, never
+// below the proven floor, and the answer is the fastest plan that fits.
+TEST(AllocatorBudgetTest, OnceAPlanFitsTheRoundsBisectAndKeepTheFastest) {
+  int refined = 0, faster = 0;
+  for (const Workload& w : Workloads()) {
+    const int64_t peak = AllKeepPeakBytes(w.trace);
+    const int64_t floor = ComputeProvenFloor(w.trace).bytes;
+    for (double fraction : {0.3, 0.5, 0.8}) {
+      for (AllocatorKind kind :
+           {AllocatorKind::kCaching, AllocatorKind::kExpandable}) {
+        SCOPED_TRACE(w.name + " at " + std::to_string(fraction));
+        const int64_t budget = static_cast<int64_t>(peak * fraction);
+        Physics memory;
+        memory.allocator = kind;
+        memory.budget_reserved = true;
+        PolicyOptions options;
+        options.slackswap.search_time_ms = 10;
+        std::vector<int64_t> asked;
+        std::vector<PlanningResult> plans;
+        const PlanningResult r = *PlanUnderAllocator(
+            w.trace, w.hardware, budget, memory, [&](int64_t resident) {
+              asked.push_back(resident);
+              absl::StatusOr<PlanningResult> p = RunPolicy(
+                  Policy::kSlackSwap, w.trace, w.hardware, resident, options);
+              if (p.ok()) plans.push_back(*p);
+              return p;
+            });
+        ASSERT_EQ(plans.size(), asked.size());
+        EXPECT_LE(static_cast<int>(asked.size()), kReservedBudgetRounds);
+        int64_t fits = -1, fails = -1;
+        int64_t fastest = -1;
+        for (size_t i = 0; i < asked.size(); ++i) {
+          EXPECT_GE(asked[i], std::min(floor, budget));  // the request's first
+          if (fits >= 0) {
+            // Between the two, once a plan fits.
+            EXPECT_GT(asked[i], fits);
+            EXPECT_LT(asked[i], fails);
+            ++refined;
+          }
+          const bool fit = plans[i].feasible &&
+                           FitsAtEverySpeed(w, plans[i].plan, budget, memory);
+          if (fit) {
+            fits = asked[i];
+            const int64_t ns =
+                Simulate(w.trace, w.hardware, plans[i].plan,
+                         AllocatorReplayOptions(budget, memory, false))
+                    ->iteration_ns;
+            if (fastest >= 0 && ns < fastest) ++faster;
+            if (fastest < 0 || ns < fastest) fastest = ns;
+          } else {
+            fails = asked[i];
+          }
+        }
+        if (fastest >= 0) {
+          EXPECT_TRUE(r.feasible);
+          EXPECT_EQ(r.replay.iteration_ns, fastest);
+        }
+      }
+    }
+  }
+  EXPECT_GT(refined, 5);  // the rounds did bisect
+  EXPECT_GT(faster, 0);   // and found a faster plan than the first that fit
 }
 
 }  // namespace

@@ -69,26 +69,33 @@ void Replay::BuildLinkBound() {
   const size_t n = s_.prefetch_order.size();
   if (n == 0 || rates_ == Rates::kShared) return;
   if (prefetch_deadline_.empty()) ComputeDeadlines();
-  // The profiled time of the steps from each step on.
-  const int32_t steps = s_.num_steps;
-  std::vector<int64_t> after(static_cast<size_t>(steps) + 1, 0);
-  for (int32_t o = trace_.num_ops() - 1; o >= 0; --o) {
-    const int32_t op_step = s_.OpStep(o);
-    after[op_step] = after[op_step + 1] + trace_.ops[o].duration_ns;
-    for (int32_t k = s_.rebuilds.begin[o + 1] - 1; k >= s_.rebuilds.begin[o];
-         --k) {
-      after[o + k] =
-          after[o + k + 1] + trace_.tensors[s_.rebuilds.items[k]].recompute_ns;
-    }
+  // The profiled time of step j (an op's, or a rebuild's before op o).
+  const auto step_ns = [&](int32_t o, int32_t j) {
+    return j == s_.OpStep(o)
+               ? trace_.ops[o].duration_ns
+               : trace_.tensors[s_.rebuilds.items[j - o]].recompute_ns;
+  };
+  int64_t total = 0;
+  for (int32_t o = 0, j = 0; j < s_.num_steps; ++j) {
+    total += step_ns(o, j);
+    if (j == s_.OpStep(o)) ++o;
   }
-  link_before_.assign(n, 0);
-  link_tail_.assign(n, 0);
+  link_before_.resize(n);
+  link_tail_.resize(n);
+  // The deadlines rise with the rank: one walk over the steps gives the
+  // time of the steps before each.
   int64_t h2d = 0;
+  int64_t before = 0;  // the steps before step j
+  int32_t o = 0, j = 0;
   for (size_t r = 0; r < n; ++r) {
+    for (; j < prefetch_deadline_[r]; ++j) {
+      before += step_ns(o, j);
+      if (j == s_.OpStep(o)) ++o;
+    }
     link_before_[r] = h2d;
     h2d += TransferNs(ItemBytes(trace_, s_.prefetch_order[r]), h2d_rate_,
                       hw_.transfer_latency_ns);
-    link_tail_[r] = h2d + after[prefetch_deadline_[r]];
+    link_tail_[r] = h2d + total - before;
   }
   for (size_t r = n - 1; r > 0; --r)
     link_tail_[r - 1] = std::max(link_tail_[r - 1], link_tail_[r]);

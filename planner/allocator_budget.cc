@@ -164,12 +164,9 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
       if (!fallback.has_value()) fallback = result;
       result.feasible = false;
       result.reason = absl::StrCat("the plan for ", resident_budget,
-                                   " resident bytes completes under "
-                                   "the reserved budget of ",
-                                   budget_bytes,
-                                   " bytes but not at another "
-                                   "speed: ",
-                                   failed);
+                                   " resident bytes completes under ",
+                                   "the reserved budget of ", budget_bytes,
+                                   " bytes but not at another speed: ", failed);
       overshoot = most_reserved - budget_bytes;
     } else if (!planned) {
       if (best.has_value()) return *std::move(best);

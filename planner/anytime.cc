@@ -94,8 +94,8 @@ std::vector<Plan> Portfolio(const Trace& trace, const Hardware& hardware,
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
   if (options.search_time_ms <= 0) return 0;
   const int64_t elements = ReplayElements(trace);
-  const double work = options.search_time_ms *
-                      static_cast<double>(kSearchWorkPerMs * kSearchThreads);
+  const double work =
+      options.search_time_ms * static_cast<double>(kSearchWorkPerMs);
   const double replays =
       work / static_cast<double>(std::max<int64_t>(elements, 1));
   // Fewer replays than a generation or two of the genetic search find

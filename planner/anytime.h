@@ -44,15 +44,17 @@ namespace slackswap {
 // The element-replays (a replay of a trace costs ReplayElements(): its
 // operators + tensors + uses + recompute inputs + fixed transfers, plus the
 // candidate's schedule and bookkeeping; a replay cut short, its share:
-// replay_cost.h) that stand for one millisecond of the search: what one core
-// searches, measured on the medium traces of docs/benchmarks.md ("The
-// anytime search": 38,000-45,000 element-replays a millisecond, replays
-// times elements over the median time).
-inline constexpr int64_t kSearchWorkPerMs = 40'000;
-// The threads the search replays on (AnytimeOptions::threads), and the cores'
-// worth of work a millisecond of its limit buys: the plan depends on the
-// limit alone, and on a machine with this many cores free the search takes
-// about its limit.
+// replay_cost.h) that stand for one millisecond of the search on its
+// kSearchThreads threads: 1.4 times what one core searches (40,000, measured
+// on the medium traces of docs/benchmarks.md, "The anytime search"), the
+// speedup its two threads reach on the slowest of those traces (the
+// improvement step keeps the first change that improves the plan, so much
+// of what its second thread replays is wasted there).
+inline constexpr int64_t kSearchWorkPerMs = 56'000;
+// The threads the search replays on by default (PlannerOptions::
+// search_threads, AnytimeOptions::threads). The plan does not depend on
+// them: the budget is kSearchWorkPerMs whatever the threads, which only
+// change how long it takes.
 inline constexpr int32_t kSearchThreads = 2;
 
 // The replays PlannerOptions::search_time_ms allows on `trace`: 0 when the

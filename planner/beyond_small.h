@@ -42,7 +42,7 @@ struct BeyondSmallCell {
   int64_t floor_bytes = 0;
   PlanOutcome slackswap = PlanOutcome::kNoPlanFound;
   int64_t slackswap_ns = 0;  // its iteration, when planned
-  double slackswap_ms = 0;   // wall-clock planning time
+  double slackswap_ms = 0;   // wall-clock planning time (the median run)
   bool searched = false;     // the anytime search ran
   // SlackSwap's passes alone (no anytime search), for comparison.
   PlanOutcome passes = PlanOutcome::kNoPlanFound;
@@ -71,6 +71,10 @@ struct BeyondSmallOptions {
   // SlackSwap's anytime search (PlannerOptions::search_time_ms; 0: the
   // passes alone, for comparison).
   double search_time_ms = PlannerOptions().search_time_ms;
+  // SlackSwap plans each cell this many times (odd): its time is the
+  // median run's (a shared machine is noisy), and every run must give the
+  // same plan (an error otherwise).
+  int32_t timing_runs = 1;
 };
 
 absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(

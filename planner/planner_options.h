@@ -57,6 +57,8 @@ enum class SwapRanking {
 };
 
 inline constexpr double kMaxSearchTimeMs = 60'000;
+// PlannerOptions::search_threads is clamped to [1, this].
+inline constexpr int kMaxSearchThreads = 16;
 
 struct PlannerOptions {
   // Offloads admitted by the link-budget pass must finish by
@@ -82,13 +84,17 @@ struct PlannerOptions {
   // The anytime search (anytime.h): when the passes find no plan, or their
   // plan is more than gap_target above the lower bound, planning goes on
   // for about search_time_ms, counted in replays (kSearchWorkPerMs
-  // element-replays a millisecond on each of kSearchThreads threads) so
-  // that every replica gives the same plan, and stops early once the gap is
+  // element-replays a millisecond, what its two threads replay) so that
+  // every replica gives the same plan, and stops early once the gap is
   // within the target. 0 ms: off.
   double gap_target = 0.005;
   // 150 ms: within issue 27's 200 ms for a trace of 300 tensors on two
   // free cores (docs/benchmarks.md, docs/results.md section 15).
   double search_time_ms = 150;  // at most kMaxSearchTimeMs
+  // Threads the anytime search replays candidates on (1 to
+  // kMaxSearchThreads; anytime.h's kSearchThreads by default). The plan is
+  // the same on any number: they change only how long the search takes.
+  int search_threads = 2;
   // The event model's prefetch admission the replays use. Only to measure
   // what the any-speed rule costs (docs/results.md): plans made under
   // kFitsNow can deadlock at other speeds.

@@ -316,7 +316,7 @@ class SlackSwapRun {
     search.stop = &stop_;
     search.physics = options_.physics;
     int64_t left = search_replays;
-    Workers workers(kSearchThreads);
+    Workers workers(std::clamp(options_.search_threads, 1, kMaxSearchThreads));
     search.workers = &workers;
     SLACKSWAP_RETURN_IF_ERROR(
         SearchStarts(search_replays, left, workers, search.extra_starts));

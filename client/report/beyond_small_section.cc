@@ -39,6 +39,7 @@ absl::Status Report::BeyondSmall() {
   BeyondSmallOptions options;
   options.first_seed = 201;
   options.traces_per_kind = 4;
+  options.timing_runs = 3;
   SLACKSWAP_ASSIGN_OR_RETURN(const std::vector<BeyondSmallCell> cells,
                              RunBeyondSmallStudy(options));
   const auto percentile = [](std::vector<double> v, double q) {

@@ -177,7 +177,7 @@ BENCHMARK(BM_PlanNodeFourJobs)->Unit(benchmark::kMillisecond);
 // chain, branched blocks, a DAG; simulator/medium_traces.h) at 2% above
 // their proven floor, where the passes are far from the bound and the search
 // runs to its limit (target: under 200 ms).
-void BM_PlanMedium300(benchmark::State& state) {
+void PlanMedium300(benchmark::State& state, int search_threads) {
   MediumTraceOptions options;
   options.shape = static_cast<MediumShape>(state.range(0));
   options.min_tensors = options.max_tensors = 300;
@@ -186,9 +186,11 @@ void BM_PlanMedium300(benchmark::State& state) {
   const int64_t floor = ComputeProvenFloor(trace).bytes;
   const int64_t budget = floor + (AllKeepPeakBytes(trace) - floor) / 50;
   int64_t replays = 0;
+  PlannerOptions planner;
+  planner.search_threads = search_threads;
   for (auto _ : state) {
     absl::StatusOr<PlanningResult> r =
-        PlanSlackSwap(trace, medium.hardware, budget, PlannerOptions());
+        PlanSlackSwap(trace, medium.hardware, budget, planner);
     if (!r.ok()) state.SkipWithError("planning failed");
     replays = r->stats.search_replays;
     benchmark::DoNotOptimize(r);
@@ -196,7 +198,19 @@ void BM_PlanMedium300(benchmark::State& state) {
   state.counters["tensors"] = trace.num_tensors();
   state.counters["search_replays"] = static_cast<double>(replays);
 }
+void BM_PlanMedium300(benchmark::State& state) {
+  PlanMedium300(state, PlannerOptions().search_threads);
+}
+// The same search on one thread (the same plan): the threads' speedup.
+void BM_PlanMedium300OneThread(benchmark::State& state) {
+  PlanMedium300(state, 1);
+}
 BENCHMARK(BM_PlanMedium300)
+    ->Arg(static_cast<int>(MediumShape::kChain))
+    ->Arg(static_cast<int>(MediumShape::kBranches))
+    ->Arg(static_cast<int>(MediumShape::kDag))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlanMedium300OneThread)
     ->Arg(static_cast<int>(MediumShape::kChain))
     ->Arg(static_cast<int>(MediumShape::kBranches))
     ->Arg(static_cast<int>(MediumShape::kDag))

@@ -113,5 +113,31 @@ TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {
   EXPECT_GE(improved, 3);
 }
 
+// The planner itself: the same answer, statistics included, whatever
+// PlannerOptions::search_threads says.
+TEST(SearchThreadsTest, PlanSlackSwapGivesTheSameAnswerOnAnyThreads) {
+  int searched = 0;
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
+    PlannerOptions options;
+    options.search_time_ms = 20;
+    options.search_threads = 1;
+    const PlanningResult one =
+        *PlanSlackSwap(c.trace, c.hardware, c.budget, options);
+    searched += one.stats.search_replays > 0;
+    for (int threads : {2, 3, 0, 1000}) {  // (out of range: clamped)
+      options.search_threads = threads;
+      const PlanningResult r =
+          *PlanSlackSwap(c.trace, c.hardware, c.budget, options);
+      ExpectSamePlan(r.plan, one.plan);
+      EXPECT_EQ(r.feasible, one.feasible);
+      EXPECT_EQ(r.replay.iteration_ns, one.replay.iteration_ns);
+      EXPECT_EQ(r.stats.search_replays, one.stats.search_replays);
+      EXPECT_EQ(r.stats.search_improved, one.stats.search_improved);
+    }
+  }
+  EXPECT_GE(searched, 4);
+}
+
 }  // namespace
 }  // namespace slackswap

@@ -14,31 +14,18 @@
 #include "simulator/event_model.h"
 #include "simulator/medium_traces.h"
 #include "simulator/trace_validation.h"
+#include "tests/planner/medium_cases.h"
 
 namespace slackswap {
 namespace {
 
-struct Case {
-  Trace trace;
-  Hardware hardware;
-  int64_t budget = 0;
-};
+using Case = ::slackswap::testing::MediumCase;
 
 // Medium traces 10% of the way from their floor to their all-keep peak,
 // where plans stall and most children lose to the pool.
 std::vector<Case> MediumCases() {
-  std::vector<Case> cases;
-  for (MediumShape shape : {MediumShape::kChain, MediumShape::kDag}) {
-    MediumTraceOptions options;
-    options.shape = shape;
-    options.max_tensors = 80;
-    const MediumTrace medium = RandomMediumTrace(11, options);
-    Case c{*ValidateTrace(medium.trace), medium.hardware, 0};
-    const int64_t floor = ComputeProvenFloor(c.trace).bytes;
-    c.budget = floor + (AllKeepPeakBytes(c.trace) - floor) / 10;
-    cases.push_back(std::move(c));
-  }
-  return cases;
+  return {testing::MakeMediumCase(MediumShape::kChain, 11, 80, 10),
+          testing::MakeMediumCase(MediumShape::kDag, 11, 80, 10)};
 }
 
 TEST(ReplayCostTest, AFullReplayCostsOneAndOneCutShortItsShare) {

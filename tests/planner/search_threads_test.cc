@@ -12,15 +12,12 @@
 #include "simulator/event_model.h"
 #include "simulator/medium_traces.h"
 #include "simulator/trace_validation.h"
+#include "tests/planner/medium_cases.h"
 
 namespace slackswap {
 namespace {
 
-struct Case {
-  Trace trace;
-  Hardware hardware;
-  int64_t budget = 0;
-};
+using Case = ::slackswap::testing::MediumCase;
 
 // Medium traces of each shape near their floor (2% and 10% of the way to
 // the all-keep peak), where the passes' plans leave much to improve.
@@ -28,17 +25,8 @@ std::vector<Case> Cases() {
   std::vector<Case> cases;
   for (MediumShape shape :
        {MediumShape::kChain, MediumShape::kBranches, MediumShape::kDag}) {
-    MediumTraceOptions options;
-    options.shape = shape;
-    options.max_tensors = 120;
-    const MediumTrace medium = RandomMediumTrace(23, options);
-    const Trace trace = *ValidateTrace(medium.trace);
-    const int64_t floor = ComputeProvenFloor(trace).bytes;
-    for (int64_t percent : {2, 10}) {
-      cases.push_back(
-          {trace, medium.hardware,
-           floor + (AllKeepPeakBytes(trace) - floor) * percent / 100});
-    }
+    for (int64_t percent : {2, 10})
+      cases.push_back(testing::MakeMediumCase(shape, 23, 120, percent));
   }
   return cases;
 }

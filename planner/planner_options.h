@@ -84,9 +84,9 @@ struct PlannerOptions {
   // The anytime search (anytime.h): when the passes find no plan, or their
   // plan is more than gap_target above the lower bound, planning goes on
   // for about search_time_ms, counted in replays (kSearchWorkPerMs
-  // element-replays a millisecond, what its two threads replay) so that
-  // every replica gives the same plan, and stops early once the gap is
-  // within the target. 0 ms: off.
+  // element-replays a millisecond, anytime.h) so that every replica gives
+  // the same plan, and stops early once the gap is within the target.
+  // 0 ms: off.
   double gap_target = 0.005;
   // 150 ms: within issue 27's 200 ms for a trace of 300 tensors on two
   // free cores (docs/benchmarks.md, docs/results.md section 15).

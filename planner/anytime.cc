@@ -174,9 +174,13 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     if (left < kPopulation) break;
     std::vector<Plan> seeds = {plan};
     seeds.insert(seeds.end(), starts.begin(), starts.end());
+    // Two thirds of what is left; a third while no plan completes: the
+    // round's job is then to find one, and the local search from it needs
+    // the rest to converge.
     GeneticOptions genetic;
     genetic.max_evaluations =
-        std::max<int64_t>(left * 2 / 3, static_cast<int64_t>(seeds.size()) * 2);
+        std::max<int64_t>(replay.feasible ? left * 2 / 3 : left / 3,
+                          static_cast<int64_t>(seeds.size()) * 2);
     genetic.population = kPopulation;
     genetic.seed = round;
     genetic.workers = &workers;

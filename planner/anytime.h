@@ -15,8 +15,9 @@
 //      extra starts the caller gives (SlackSwap's plans for other budgets),
 //      the all-keep plan, the plan that rebuilds everything it may, the
 //      plan that swaps everything it may and the plan of step 0, each with
-//      two thirds of what is left and stopping after max(60, a third of its
-//      generations) without a better plan;
+//      two thirds of what is left (a third while no plan completes: the
+//      local search from the first that does needs the rest) and stopping
+//      after max(60, a third of its generations) without a better plan;
 //   3. after each round, the improvement step from the best plan found;
 //      another round, from the next seed, while a generation's worth of
 //      the budget (a population's replays) is left.

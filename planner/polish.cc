@@ -4,7 +4,9 @@
 #include <limits>
 #include <vector>
 
+#include "absl/numeric/int128.h"
 #include "base/workers.h"
+#include "planner/recompute_pass.h"
 #include "planner/replay_cost.h"
 #include "simulator/schedule.h"
 
@@ -127,6 +129,9 @@ class Polisher {
   // the plan (true), or returns false (none, or no budget to scan them).
   bool TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
                 int64_t cap, PolishResult& result);
+  // One scan of the trades (Trades), each kept where it improves the plan.
+  // True when one was kept.
+  bool TradeScan(Plan& plan, SimulationResult& replay, PolishResult& result);
   // `plan` with `move` applied and every issue point back in its window.
   Plan Apply(const Plan& plan, const Move& move) const;
 
@@ -255,8 +260,18 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
       swapped += trace_.tensors[t].size_bytes;
   }
   bool improved = true;
-  bool pairs = false;  // single changes first; pairs once they stall
+  bool pairs = false;   // single changes first; pairs once they stall
+  bool traded = false;  // trades scanned since the last change
   while (!OutOfBudget() && !OnTarget(replay)) {
+    // Trades (Trades) before each scan of single changes that follows a
+    // change: a single change cannot make them (keeping a rebuilt tensor
+    // alone needs memory the plan does not have; rebuilding a kept one alone
+    // only adds time).
+    if (replay.feasible && !traded) {
+      traded = true;
+      if (TradeScan(plan, replay, result)) improved = true;
+      if (OutOfBudget() || OnTarget(replay)) break;
+    }
     if (!improved) {
       // No single change helps: try two at once (one tensor takes another's
       // role), if the budget can scan them.
@@ -274,6 +289,7 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
     if (stopped) return result;
     improved = result.changes > before;
     if (improved) pairs = false;
+    if (improved) traded = false;
   }
   return result;
 }
@@ -454,6 +470,158 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
     }
   }
   return false;
+}
+
+// A trade: a kept tensor rebuilt instead, and rebuilt tensors kept instead
+// whose span between last forward and first backward use lies within its
+// own, as many as its bytes cover, the dearest per byte first. The forward
+// copies resident at every op are then no more bytes than before, and the
+// rebuilds take `gain_ns` less; the replay judges the rest (the new rebuild's
+// place and inputs, the prefetches around it).
+struct Trade {
+  int32_t dropped = -1;
+  std::vector<int32_t> kept;
+  int64_t gain_ns = 0;
+};
+
+// Whether making t rebuilt under `decisions` (t already marked) keeps every
+// rebuild chain through it within `limit` tensors: the most tensors one
+// rebuild must rebuild, itself included (PlanDraft::RebuildChainSize), among
+// t and the rebuilt tensors downstream of it. The walk is bounded: more than
+// 4 x limit rebuilt tensors downstream count as too long. `stamp` (one per
+// tensor, kept between calls) marks what a walk has seen.
+bool ChainsFit(const Trace& trace, const std::vector<Decision>& decisions,
+               int32_t t, int32_t limit, std::vector<uint32_t>& stamp,
+               uint32_t& walk) {
+  const auto rebuilt = [&](int32_t u) {
+    return decisions[u] == Decision::kRecompute;
+  };
+  const auto visit = [&](int32_t u) {
+    if (stamp[u] == walk) return false;
+    stamp[u] = walk;
+    return true;
+  };
+  // The chains that end at a rebuilt tensor with no rebuilt dependent hold
+  // every other chain through t.
+  ++walk;
+  std::vector<int32_t> stack = {t}, ends;
+  visit(t);
+  int32_t downstream = 0;
+  while (!stack.empty()) {
+    const int32_t x = stack.back();
+    stack.pop_back();
+    if (++downstream > 4 * limit) return false;
+    bool end = true;
+    for (int32_t d : trace.recompute_dependents.Row(x)) {
+      if (!rebuilt(d)) continue;
+      end = false;
+      if (visit(d)) stack.push_back(d);
+    }
+    if (end) ends.push_back(x);
+  }
+  for (int32_t end : ends) {
+    ++walk;
+    int32_t size = 0;
+    stack.assign(1, end);
+    visit(end);
+    while (!stack.empty()) {
+      const int32_t x = stack.back();
+      stack.pop_back();
+      if (++size > limit) return false;
+      for (int32_t input : trace.recompute_inputs.Row(x)) {
+        if (rebuilt(input) && visit(input)) stack.push_back(input);
+      }
+    }
+  }
+  return true;
+}
+
+std::vector<Trade> Trades(const Trace& trace, const Plan& plan) {
+  std::vector<int32_t> rebuilt;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (plan.decisions[t] == Decision::kRecompute &&
+        trace.tensors[t].size_bytes > 0) {
+      rebuilt.push_back(t);
+    }
+  }
+  // Dearest per byte first: a.ns / a.bytes > b.ns / b.bytes, exactly.
+  std::stable_sort(rebuilt.begin(), rebuilt.end(), [&](int32_t a, int32_t b) {
+    const Tensor& x = trace.tensors[a];
+    const Tensor& y = trace.tensors[b];
+    return absl::int128(x.recompute_ns) * y.size_bytes >
+           absl::int128(y.recompute_ns) * x.size_bytes;
+  });
+  std::vector<Trade> trades;
+  for (int32_t d = 0; d < trace.num_tensors(); ++d) {
+    const Tensor& dropped = trace.tensors[d];
+    if (plan.decisions[d] != Decision::kKeep || dropped.size_bytes == 0 ||
+        dropped.recompute_forbidden) {
+      continue;
+    }
+    Trade trade{d, {}, -dropped.recompute_ns};
+    int64_t room = dropped.size_bytes;
+    for (int32_t k : rebuilt) {
+      const Tensor& kept = trace.tensors[k];
+      if (kept.last_forward_use < dropped.last_forward_use ||
+          kept.first_backward_use > dropped.first_backward_use ||
+          kept.size_bytes > room) {
+        continue;
+      }
+      room -= kept.size_bytes;
+      trade.kept.push_back(k);
+      trade.gain_ns += kept.recompute_ns;
+    }
+    if (trade.gain_ns > 0) trades.push_back(std::move(trade));
+  }
+  // The largest gain first; ties by the dropped tensor's id.
+  std::stable_sort(
+      trades.begin(), trades.end(),
+      [](const Trade& a, const Trade& b) { return a.gain_ns > b.gain_ns; });
+  return trades;
+}
+
+bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
+                         PolishResult& result) {
+  // Building the trades pairs every kept tensor with every rebuilt one:
+  // only where that costs less than the replays left.
+  int64_t kept = 0, rebuilt = 0;
+  for (const Decision d : plan.decisions) {
+    kept += d == Decision::kKeep;
+    rebuilt += d == Decision::kRecompute;
+  }
+  if (kept * rebuilt > Left() * ReplayElements(trace_)) return false;
+  bool kept_one = false;
+  std::vector<uint32_t> stamp(trace_.tensors.size(), 0);
+  uint32_t walk = 0;
+  for (const Trade& trade : Trades(trace_, plan)) {
+    if (OutOfBudget() || OnTarget(replay)) break;
+    if (options_.stop != nullptr && options_.stop->Stop()) break;
+    // A trade whose tensors an earlier one changed no longer applies.
+    const auto still = [&](int32_t t, Decision d) {
+      return plan.decisions[t] == d;
+    };
+    if (!still(trade.dropped, Decision::kKeep) ||
+        !std::all_of(trade.kept.begin(), trade.kept.end(), [&](int32_t t) {
+          return still(t, Decision::kRecompute);
+        })) {
+      continue;
+    }
+    Plan next = plan;
+    for (int32_t t : trade.kept) next.decisions[t] = Decision::kKeep;
+    next.decisions[trade.dropped] = Decision::kRecompute;
+    if (!ChainsFit(trace_, next.decisions, trade.dropped, kMaxRebuildChain,
+                   stamp, walk)) {
+      continue;
+    }
+    next = Apply(next, {trade.dropped, Decision::kRecompute, Issue::kLatest});
+    SimulationResult r = Try(next, replay);
+    if (!Better(r, replay)) continue;
+    plan = std::move(next);
+    replay = std::move(r);
+    ++result.changes;
+    kept_one = true;
+  }
+  return kept_one;
 }
 
 }  // namespace

@@ -8,6 +8,18 @@
 // scan goes on, round after round, until a round keeps nothing or the replay
 // budget is spent.
 //
+// Before each round that follows a change, a feasible plan is also offered
+// trades: a kept tensor rebuilt instead while the rebuilt tensors whose span
+// between last forward and first backward use lies within its own are kept
+// instead, as many as its bytes cover, dearest per byte first. No single
+// change makes a trade (keeping one of them alone needs memory the plan does
+// not have, rebuilding the other alone only adds time). Once single changes
+// stall, every pair of changes is tried where the budget covers them all
+// (small traces); on larger ones the trades stand in for that scan where
+// rebuilds cost the most. The largest rebuild time saved first; each kept
+// where it improves the plan and no rebuild chain grows past the recompute
+// pass's limit (kMaxRebuildChain).
+//
 // "Improves" orders plans as the genetic search does: a feasible plan beats
 // an infeasible one, a faster feasible plan a slower one, and among
 // infeasible plans the one whose replay got further (a later op, then a later

@@ -1,0 +1,109 @@
+// The improvement step's trades (planner/polish.h): a kept tensor rebuilt
+// instead while rebuilt tensors inside its span are kept, a change no single
+// change and no affordable pair scan can make.
+#include "planner/polish.h"
+
+#include <cstdint>
+
+#include "gtest/gtest.h"
+#include "simulator/event_model.h"
+#include "simulator/hardware.h"
+#include "simulator/trace_spec.h"
+#include "simulator/trace_validation.h"
+
+namespace slackswap {
+namespace {
+
+constexpr int32_t kBig = 0;     // 4 MB, cheap to rebuild, live ops 0-7
+constexpr int32_t kSmall = 1;   // 1 MB, dear to rebuild, live ops 1-6
+constexpr int32_t kPinned = 2;  // 2 MB, neither swapped nor rebuilt, ops 3-4
+constexpr int32_t kFillers = 40;
+constexpr int64_t kMb = 1'000'000;
+constexpr int64_t kCheap = 100;
+constexpr int64_t kDear = 100'000;
+
+// Four forward and four backward ops. At op 3 every tensor is resident when
+// all are kept: 7 MB and the fillers' bytes, over the 6.5 MB budget; the
+// small tensor's span (after op 2, before op 6) lies within the big one's
+// (after op 1, before op 7). Swaps are forbidden: the link plays no part.
+// The fillers (a byte each, kept, rebuilt for 1 us) make the pair scan too
+// dear for the budget below.
+TraceSpec TradeTrace() {
+  TraceSpec t;
+  t.name = "trade";
+  for (int i = 0; i < 8; ++i) {
+    OperatorSpec& op = t.operators.emplace_back();
+    op.phase = i < 4 ? Phase::kForward : Phase::kBackward;
+    op.duration_ns = i < 4 ? 1000 : 2000;
+  }
+  const auto add = [&](int64_t bytes, int32_t producer,
+                       std::vector<int32_t> uses, int64_t rebuild_ns) {
+    TensorSpec& x = t.tensors.emplace_back();
+    x.size_bytes = bytes;
+    x.producer_op = producer;
+    x.use_ops = std::move(uses);
+    x.recompute_duration_ns = rebuild_ns;
+    x.swap_forbidden = true;
+    return &x;
+  };
+  add(4 * kMb, 0, {1, 7}, kCheap);
+  add(kMb, 1, {2, 6}, kDear);
+  add(2 * kMb, 3, {4}, 1000)->recompute_forbidden = true;
+  for (int i = 0; i < kFillers; ++i) add(1, 0, {7}, 1000);
+  return t;
+}
+
+Hardware TradeHardware() {
+  Hardware h;
+  h.name = "trade";
+  h.d2h_bytes_per_second = 10'000'000'000;
+  h.h2d_bytes_per_second = 10'000'000'000;
+  h.matmul_flops_per_second = 1'000'000'000'000;
+  h.hbm_bytes_per_second = 1'000'000'000'000;
+  return h;
+}
+
+TEST(PolishTest, TradesAKeptTensorForTheDearRebuildsInsideItsSpan) {
+  const Trace trace = *ValidateTrace(TradeTrace());
+  const Hardware hardware = TradeHardware();
+  const int64_t budget = 6 * kMb + kMb / 2;
+  SimulationOptions sim;
+  sim.budget_bytes = budget;
+
+  // The start: the big tensor kept, the small one rebuilt.
+  Plan plan = Plan::AllKeep(trace);
+  plan.decisions[kSmall] = Decision::kRecompute;
+  SimulationResult replay = *Simulate(trace, hardware, plan, sim);
+  ASSERT_TRUE(replay.feasible) << replay.infeasibility.reason;
+  ASSERT_EQ(replay.iteration_ns, trace.ideal_ns + kDear);
+  // No single change improves it: keeping the small one too passes the
+  // budget at op 3, rebuilding the big one too only adds time.
+  Plan both_kept = plan;
+  both_kept.decisions[kSmall] = Decision::kKeep;
+  EXPECT_FALSE(Simulate(trace, hardware, both_kept, sim)->feasible);
+  Plan both_rebuilt = plan;
+  both_rebuilt.decisions[kBig] = Decision::kRecompute;
+  EXPECT_GT(Simulate(trace, hardware, both_rebuilt, sim)->iteration_ns,
+            replay.iteration_ns);
+
+  PolishOptions options;
+  options.max_replays = 200;  // under the 861 pairs of the 42 tensors
+  const PolishResult result =
+      Polish(trace, hardware, budget, options, plan, replay);
+  EXPECT_EQ(plan.decisions[kBig], Decision::kRecompute);
+  EXPECT_EQ(plan.decisions[kSmall], Decision::kKeep);
+  EXPECT_EQ(plan.decisions[kPinned], Decision::kKeep);
+  for (int32_t t = 3; t < trace.num_tensors(); ++t) {
+    EXPECT_EQ(plan.decisions[t], Decision::kKeep) << t;
+  }
+  EXPECT_GE(result.changes, 1);
+  EXPECT_LE(result.replays, options.max_replays);
+  // The plan replays as the step says: the cheap rebuild only.
+  const SimulationResult check = *Simulate(trace, hardware, plan, sim);
+  ASSERT_TRUE(check.feasible) << check.infeasibility.reason;
+  EXPECT_EQ(check.iteration_ns, trace.ideal_ns + kCheap);
+  EXPECT_EQ(replay.iteration_ns, check.iteration_ns);
+}
+
+}  // namespace
+}  // namespace slackswap

@@ -89,6 +89,57 @@ std::vector<Plan> Portfolio(const Trace& trace, const Hardware& hardware,
   return starts;
 }
 
+PolishOptions PolishFor(const AnytimeOptions& options, Workers& workers,
+                        int64_t replays) {
+  PolishOptions p;
+  p.workers = &workers;
+  p.max_replays = replays;
+  p.per_layer_barriers = options.per_layer_barriers;
+  p.stop = options.stop;
+  p.target_ns = options.target_ns;
+  p.physics = options.physics;
+  return p;
+}
+
+// The second start: the local search from the fastest start of the
+// portfolio that completes, with `replays` (what the first took). Its plan
+// takes that start's place in the portfolio; true where it beats `plan`,
+// which it then replaces. Charges every replay to `spent`.
+bool SecondStart(const Trace& trace, const Hardware& hardware,
+                 int64_t budget_bytes, const AnytimeOptions& options,
+                 Workers& workers, int64_t replays, std::vector<Plan>& starts,
+                 Plan& plan, SimulationResult& replay, int64_t& spent) {
+  SimulationOptions sim;
+  sim.budget_bytes = budget_bytes;
+  sim.per_layer_barriers = options.per_layer_barriers;
+  sim.physics = options.physics;
+  std::optional<size_t> fastest;
+  SimulationResult start_replay;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    SimulationResult r = SimulateSchedule(
+        trace, hardware, starts[i], DeriveSchedule(trace, starts[i]), sim);
+    ++spent;
+    if (r.feasible &&
+        (!fastest || r.iteration_ns < start_replay.iteration_ns)) {
+      fastest = i;
+      start_replay = std::move(r);
+    }
+  }
+  if (!fastest) return false;
+  Plan other = starts[*fastest];
+  start_replay.timeline.clear();
+  spent += Polish(trace, hardware, budget_bytes,
+                  PolishFor(options, workers, replays), other, start_replay)
+               .replays;
+  const bool better = Faster(start_replay, replay);
+  if (better) {
+    std::swap(plan, other);
+    std::swap(replay, start_replay);
+  }
+  starts[*fastest] = std::move(other);
+  return better;
+}
+
 }  // namespace
 
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
@@ -118,16 +169,10 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   if (options.workers == nullptr) own.emplace(options.threads);
   Workers& workers = options.workers != nullptr ? *options.workers : *own;
   const auto polish = [&](int64_t replays) {
-    PolishOptions p;
-    p.workers = &workers;
-    p.max_replays = replays;
-    p.per_layer_barriers = options.per_layer_barriers;
-    p.stop = options.stop;
-    p.target_ns = options.target_ns;
-    p.physics = options.physics;
     const SimulationResult before = replay;
     const PolishResult r =
-        Polish(trace, hardware, budget_bytes, p, plan, replay);
+        Polish(trace, hardware, budget_bytes,
+               PolishFor(options, workers, replays), plan, replay);
     result.replays += r.replays;
     if (Faster(replay, before)) result.improved = true;
   };
@@ -162,6 +207,16 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   if (replay.feasible) {
     polish(options.max_replays - result.replays);
     if (OnTarget(replay, options.target_ns) || stopped()) return result;
+    // A local search stays in its start's basin: where the budget has room
+    // for it twice more, one from a second start.
+    const int64_t first = result.replays;
+    if (options.second_start && options.max_replays - first > 2 * first) {
+      if (SecondStart(trace, hardware, budget_bytes, options, workers, first,
+                      starts, plan, replay, result.replays)) {
+        result.improved = true;
+      }
+      if (OnTarget(replay, options.target_ns) || stopped()) return result;
+    }
   }
 
   // 2. Rounds of a genetic search from the portfolio of starts, each

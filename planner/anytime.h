@@ -10,7 +10,11 @@
 //      that does);
 //   1. the improvement step (polish.h) from the plan, with a quarter of the
 //      budget, and where its plan then completes, on from it until no
-//      change improves it (a local optimum) or the budget is spent;
+//      change improves it (a local optimum) or the budget is spent; then,
+//      where at least twice the replays it took are left, the improvement
+//      step from a second start with as many (a local search stays in its
+//      start's basin): the fastest of the portfolio below that completes,
+//      whose place in the portfolio the result takes;
 //   2. rounds of a genetic search (genetic.h) seeded with the plan, the
 //      extra starts the caller gives (SlackSwap's plans for other budgets),
 //      the all-keep plan, the plan that rebuilds everything it may, the
@@ -79,6 +83,8 @@ struct AnytimeOptions {
   // `workers` where set, else a team of `threads` for the call.
   int32_t threads = kSearchThreads;
   Workers* workers = nullptr;
+  // Step 1's local search from a second start (off only to measure it).
+  bool second_start = true;
 };
 
 struct AnytimeResult {

@@ -43,8 +43,10 @@ SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
       return cut;
     }
   }
-  return SimulateSchedule(trace, hardware, plan, DeriveSchedule(trace, plan),
-                          options);
+  // Derived into the thread's own schedule, whose memory each replay reuses.
+  thread_local Schedule schedule;
+  DeriveSchedule(trace, plan, schedule);
+  return SimulateSchedule(trace, hardware, plan, schedule, options);
 }
 
 enum class Issue : uint8_t { kLatest, kEarliest, kHalfway, kEarlier, kLater };

@@ -92,102 +92,185 @@ void MergeFixedTransfers(const Trace& trace, Schedule& s) {
   }
 }
 
+// Csr::FromRows into `csr`, reusing its memory, driven by the caller: Count
+// every item's row, Start, Place every item in order, Finish. An item in no
+// row (-1) is counted and placed in a spare row after the last, which Finish
+// drops: the caller need not branch on whether an item is in a row, which a
+// plan's decisions make unpredictable. O(rows + items).
+class CsrBuilder {
+ public:
+  CsrBuilder(Csr& csr, int32_t rows) : csr_(csr), rows_(rows) {
+    // Row r's count at index r + 2: after the prefix sums (Start), index
+    // r + 1 is where row r's next item goes, and after the last is placed,
+    // where row r + 1 begins.
+    csr_.begin.assign(static_cast<size_t>(rows) + 3, 0);
+  }
+  void Count(int32_t row) { ++csr_.begin[Slot(row) + 2]; }
+  void Start() {
+    std::vector<int32_t>& next = csr_.begin;
+    for (int32_t i = 2; i <= rows_ + 2; ++i) next[i] += next[i - 1];
+    csr_.items.resize(static_cast<size_t>(next[rows_ + 2]));
+  }
+  // Returns the item's position in csr.items.
+  int32_t Place(int32_t row, int32_t item) {
+    const int32_t position = csr_.begin[Slot(row) + 1]++;
+    csr_.items[position] = item;
+    return position;
+  }
+  void Finish() {
+    csr_.items.resize(static_cast<size_t>(csr_.begin[rows_]));
+    csr_.begin.resize(static_cast<size_t>(rows_) + 1);
+  }
+
+ private:
+  int32_t Slot(int32_t row) const { return row < 0 ? rows_ : row; }
+
+  Csr& csr_;
+  const int32_t rows_;
+};
+
+// Schedule::release_after_step, given the rebuilds (`rebuild_step`: per
+// recomputed tensor, its rebuild's step). Every tensor is freed after its
+// last reader, operator or rebuild; each step's tensors by id.
+void DeriveReleases(const Trace& trace, absl::Span<const Decision> decisions,
+                    absl::Span<const int32_t> rebuild_step, Schedule& s) {
+  const int32_t num_tensors = trace.num_tensors();
+  std::vector<int32_t>& last_step = s.scratch.steps;
+  last_step.resize(num_tensors);
+  CsrBuilder releases(s.release_after_step, s.num_steps);
+  for (int32_t t = 0; t < num_tensors; ++t) {
+    int32_t last = s.OpStep(trace.tensors[t].last_backward_use);
+    for (int32_t r : trace.recompute_dependents.Row(t)) {
+      const int32_t step = rebuild_step[r];  // (meaningless unless rebuilt)
+      last = std::max(last, decisions[r] == Decision::kRecompute ? step : -1);
+    }
+    last_step[t] = last;
+    releases.Count(last);
+  }
+  releases.Start();
+  for (int32_t t = 0; t < num_tensors; ++t) releases.Place(last_step[t], t);
+  releases.Finish();
+}
+
+// Schedule::prefetches_needed.
+void DerivePrefetchesNeeded(const Trace& trace, Schedule& s) {
+  s.prefetches_needed.assign(s.num_steps, 0);
+  // 1 + the rank of a swapped tensor, 0 for any other (ranked -1).
+  auto needed = [&](int32_t t) { return s.prefetch_rank[t] + 1; };
+  for (int32_t o = trace.num_forward_ops; o < trace.num_ops(); ++o) {
+    int32_t op_needed = 0;
+    for (int32_t t : trace.reads.Row(o))
+      op_needed = std::max(op_needed, needed(t));
+    s.prefetches_needed[s.OpStep(o)] = op_needed;
+    for (int32_t k = s.rebuilds.begin[o]; k < s.rebuilds.begin[o + 1]; ++k) {
+      int32_t rebuild_needed = 0;
+      for (int32_t t : trace.recompute_inputs.Row(s.rebuilds.items[k]))
+        rebuild_needed = std::max(rebuild_needed, needed(t));
+      s.prefetches_needed[o + k] = rebuild_needed;
+    }
+  }
+}
+
 }  // namespace
+
+void DeriveNeeds(const Trace& trace, absl::Span<const Decision> decisions,
+                 std::vector<int32_t>& need) {
+  need.resize(trace.tensors.size());
+  const auto& order = trace.recompute_topological_order;
+  // Dependents come after their inputs in `order`, so walking it backwards
+  // sees every dependent's need before the input's. (Every tensor's need is
+  // worked out, and -1 stored for those kept: selects, not branches.)
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int32_t t = *it;
+    int32_t n = trace.tensors[t].first_backward_use;
+    for (int32_t r : trace.recompute_dependents.Row(t)) {
+      const int32_t at = need[r];
+      n = decisions[r] == Decision::kRecompute ? std::min(n, at) : n;
+    }
+    need[t] = decisions[t] == Decision::kKeep ? -1 : n;
+  }
+}
 
 std::vector<int32_t> DeriveNeeds(const Trace& trace,
                                  absl::Span<const Decision> decisions) {
-  std::vector<int32_t> need(trace.tensors.size(), -1);
-  const auto& order = trace.recompute_topological_order;
-  // Dependents come after their inputs in `order`, so walking it backwards
-  // sees every dependent's need before the input's.
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const int32_t t = *it;
-    if (decisions[t] == Decision::kKeep) continue;
-    int32_t n = trace.tensors[t].first_backward_use;
-    for (int32_t r : trace.recompute_dependents.Row(t)) {
-      if (decisions[r] == Decision::kRecompute) n = std::min(n, need[r]);
-    }
-    need[t] = n;
-  }
+  std::vector<int32_t> need;
+  DeriveNeeds(trace, decisions, need);
   return need;
 }
 
 Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
+  Schedule s;
+  DeriveSchedule(trace, plan, s);
+  return s;
+}
+
+void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& s) {
   const int32_t num_tensors = trace.num_tensors();
   const int32_t num_ops = trace.num_ops();
   const auto& decisions = plan.decisions;
-  Schedule s;
-  s.need_op = DeriveNeeds(trace, decisions);
+  DeriveNeeds(trace, decisions, s.need_op);
+  const std::vector<int32_t>& need = s.need_op;
 
   // D2H order: production order. Tensors are visited by producer via the
   // `produces` relation, which lists each op's tensors in id order.
+  s.offload_order.resize(num_tensors);
+  size_t offloads = 0;
   for (int32_t o = 0; o < trace.num_forward_ops; ++o) {
     for (int32_t t : trace.produces.Row(o)) {
-      if (decisions[t] == Decision::kSwap) s.offload_order.push_back(t);
+      s.offload_order[offloads] = t;
+      offloads += decisions[t] == Decision::kSwap ? 1 : 0;
     }
   }
+  s.offload_order.resize(offloads);
 
-  // H2D order: earliest deadline first, ties by tensor id (Csr::FromRows
-  // lists a row's items by id).
-  std::vector<int32_t> row(num_tensors);
-  for (int32_t t = 0; t < num_tensors; ++t)
-    row[t] = decisions[t] == Decision::kSwap ? s.need_op[t] : -1;
-  s.prefetch_order = Csr::FromRows(num_ops, row).items;
-  s.prefetch_rank.assign(num_tensors, -1);
-  for (size_t k = 0; k < s.prefetch_order.size(); ++k) {
-    s.prefetch_rank[s.prefetch_order[k]] = static_cast<int32_t>(k);
+  // H2D order: swapped tensors by need (earliest deadline first), ties by
+  // id. Rebuilds: recomputed tensors by need, inputs first. The forward
+  // copy of what is not kept is freed after its last forward use.
+  CsrBuilder prefetches(s.scratch.prefetch_rows, num_ops);
+  CsrBuilder rebuilds(s.rebuilds, num_ops);
+  CsrBuilder forward(s.forward_release_after_op, num_ops);
+  for (int32_t t = 0; t < num_tensors; ++t) {
+    const Decision d = decisions[t];
+    prefetches.Count(d == Decision::kSwap ? need[t] : -1);
+    rebuilds.Count(d == Decision::kRecompute ? need[t] : -1);
+    forward.Count(d != Decision::kKeep ? trace.tensors[t].last_forward_use
+                                       : -1);
   }
-
-  // Rebuilds before their need, inputs first.
-  for (int32_t t = 0; t < num_tensors; ++t)
-    row[t] = decisions[t] == Decision::kRecompute ? s.need_op[t] : -1;
-  s.rebuilds = Csr::FromRows(num_ops, row, trace.recompute_topological_order);
+  prefetches.Start();
+  rebuilds.Start();
+  forward.Start();
+  s.prefetch_rank.resize(num_tensors);
+  for (int32_t t = 0; t < num_tensors; ++t) {
+    const Decision d = decisions[t];
+    const bool swap = d == Decision::kSwap;
+    const int32_t rank = prefetches.Place(swap ? need[t] : -1, t);
+    s.prefetch_rank[t] = swap ? rank : -1;
+    forward.Place(d != Decision::kKeep ? trace.tensors[t].last_forward_use : -1,
+                  t);
+  }
+  prefetches.Finish();
+  forward.Finish();
+  s.prefetch_order.swap(s.scratch.prefetch_rows.items);
+  // Rebuild k before op o is step o + k.
+  std::vector<int32_t>& rebuild_step = s.scratch.rows;
+  rebuild_step.resize(num_tensors);
+  for (const int32_t t : trace.recompute_topological_order) {
+    const bool rebuilt = decisions[t] == Decision::kRecompute;
+    const int32_t k = rebuilds.Place(rebuilt ? need[t] : -1, t);
+    rebuild_step[t] = need[t] + k;  // (meaningless unless rebuilt)
+  }
+  rebuilds.Finish();
   s.num_steps = num_ops + static_cast<int32_t>(s.rebuilds.items.size());
-  std::vector<int32_t> rebuild_step(num_tensors, -1);
-  for (int32_t o = 0; o < num_ops; ++o) {
-    for (int32_t k = s.rebuilds.begin[o]; k < s.rebuilds.begin[o + 1]; ++k) {
-      rebuild_step[s.rebuilds.items[k]] = o + k;
-    }
+  DeriveReleases(trace, decisions, rebuild_step, s);
+  DerivePrefetchesNeeded(trace, s);
+  if (!trace.fixed_transfers.empty()) {
+    MergeFixedTransfers(trace, s);
+  } else {
+    s.fixed_h2d_needed.clear();
+    s.fixed_d2h_needed.clear();
+    s.fixed_sources.begin.assign(1, 0);
+    s.fixed_sources.items.clear();
   }
-
-  // Final release: after the last reader, operator or rebuild.
-  for (int32_t t = 0; t < num_tensors; ++t) {
-    int32_t last = s.OpStep(trace.tensors[t].last_backward_use);
-    for (int32_t r : trace.recompute_dependents.Row(t)) {
-      if (decisions[r] == Decision::kRecompute)
-        last = std::max(last, rebuild_step[r]);
-    }
-    row[t] = last;
-  }
-  s.release_after_step = Csr::FromRows(s.num_steps, row);
-  // The forward copy of what is not kept: after its last forward use.
-  for (int32_t t = 0; t < num_tensors; ++t) {
-    row[t] = decisions[t] != Decision::kKeep ? trace.tensors[t].last_forward_use
-                                             : -1;
-  }
-  s.forward_release_after_op = Csr::FromRows(num_ops, row);
-
-  // Inputs each step waits for.
-  s.prefetches_needed.assign(s.num_steps, 0);
-  for (int32_t o = trace.num_forward_ops; o < num_ops; ++o) {
-    int32_t needed = 0;
-    for (int32_t t : trace.reads.Row(o)) {
-      if (decisions[t] == Decision::kSwap)
-        needed = std::max(needed, s.prefetch_rank[t] + 1);
-    }
-    s.prefetches_needed[s.OpStep(o)] = needed;
-    for (int32_t k = s.rebuilds.begin[o]; k < s.rebuilds.begin[o + 1]; ++k) {
-      int32_t rebuild_needed = 0;
-      for (int32_t t : trace.recompute_inputs.Row(s.rebuilds.items[k])) {
-        if (decisions[t] == Decision::kSwap) {
-          rebuild_needed = std::max(rebuild_needed, s.prefetch_rank[t] + 1);
-        }
-      }
-      s.prefetches_needed[o + k] = rebuild_needed;
-    }
-  }
-  if (!trace.fixed_transfers.empty()) MergeFixedTransfers(trace, s);
-  return s;
 }
 
 }  // namespace slackswap

@@ -76,6 +76,14 @@ struct Schedule {
   // Per operator: the fixed D2H transfers whose source it writes (their
   // GPU bytes are part of its allocation), as items.
   Csr fixed_sources;
+
+  // DeriveSchedule's working memory (no meaning), kept with the schedule so
+  // that deriving into the same Schedule again allocates nothing.
+  struct Scratch {
+    Csr prefetch_rows;
+    std::vector<int32_t> rows;
+    std::vector<int32_t> steps;
+  } scratch;
 };
 
 // The op after which a D2H item may start (-1: from the start).
@@ -94,11 +102,17 @@ inline int64_t ItemBytes(const Trace& trace, int32_t item) {
 
 // Derives the schedule. `plan` must be valid for `trace` (ValidatePlan).
 Schedule DeriveSchedule(const Trace& trace, const Plan& plan);
+// The same into `schedule`, whose previous contents are replaced: deriving
+// into one Schedule again and again (a planner's candidates, one Schedule
+// per thread) reuses its memory instead of allocating.
+void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& schedule);
 
 // need_op only (the first part of DeriveSchedule), for planners that probe
-// many candidate plans.
+// many candidate plans; the second form into `need`, reusing its memory.
 std::vector<int32_t> DeriveNeeds(const Trace& trace,
                                  absl::Span<const Decision> decisions);
+void DeriveNeeds(const Trace& trace, absl::Span<const Decision> decisions,
+                 std::vector<int32_t>& need);
 
 }  // namespace slackswap
 

@@ -139,9 +139,7 @@ void Replay::TryStartCompute() {
          prefetches_done_ < barrier_prefetches_[step_])) {
       return;
     }
-    result_.barrier_wait_ns += now_ - stage_since_;
-    RecordStall(WaitCause::kBarrier);
-    stage_since_ = now_;
+    EndWait(result_.barrier_wait_ns, WaitCause::kBarrier);
     stage_ = 1;
   }
   if (stage_ == 1) {
@@ -149,9 +147,7 @@ void Replay::TryStartCompute() {
                    offloads_done_ < s_.fixed_d2h_needed[step_])) {
       return;
     }
-    result_.fixed_transfer_wait_ns += now_ - stage_since_;
-    RecordStall(WaitCause::kFixedTransfer);
-    stage_since_ = now_;
+    EndWait(result_.fixed_transfer_wait_ns, WaitCause::kFixedTransfer);
     stage_ = 2;
   }
   if (stage_ == 2) {
@@ -173,9 +169,7 @@ void Replay::TryStartCompute() {
       }
       return;
     }
-    result_.prefetch_wait_ns += now_ - stage_since_;
-    RecordStall(WaitCause::kPrefetch);
-    stage_since_ = now_;
+    EndWait(result_.prefetch_wait_ns, WaitCause::kPrefetch);
     stage_ = 3;
   }
   const bool rebuild = StepIsRebuild();
@@ -188,8 +182,7 @@ void Replay::TryStartCompute() {
     compute_waits_for_memory_ = true;
     return;
   }
-  result_.memory_wait_ns += now_ - stage_since_;
-  RecordStall(WaitCause::kMemory);
+  EndWait(result_.memory_wait_ns, WaitCause::kMemory);
   const int64_t duration = rebuild ? trace_.tensors[tensor].recompute_ns
                                    : trace_.ops[op_].duration_ns;
   compute_busy_ = true;

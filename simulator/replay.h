@@ -228,6 +228,15 @@ class Replay {
           {TimelineKind::kStall, op_, stage_since_, now_, resident_, cause});
     }
   }
+  // The compute stream's wait for `cause` since stage_since_ ends now: its
+  // time is added to `wait_ns` and recorded, and the next wait starts now.
+  // (Nothing is written when it did not wait: the common case.)
+  void EndWait(int64_t& wait_ns, WaitCause cause) {
+    if (now_ == stage_since_) return;
+    wait_ns += now_ - stage_since_;
+    RecordStall(cause);
+    stage_since_ = now_;
+  }
   // "R of B resident", or under a reserved budget what the allocator holds.
   std::string Held() const;
 

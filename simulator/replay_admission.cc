@@ -69,35 +69,34 @@ void Replay::BuildLinkBound() {
   const size_t n = s_.prefetch_order.size();
   if (n == 0 || rates_ == Rates::kShared) return;
   if (prefetch_deadline_.empty()) ComputeDeadlines();
-  // The profiled time of step j (an op's, or a rebuild's before op o).
-  const auto step_ns = [&](int32_t o, int32_t j) {
-    return j == s_.OpStep(o)
-               ? trace_.ops[o].duration_ns
-               : trace_.tensors[s_.rebuilds.items[j - o]].recompute_ns;
-  };
-  int64_t total = 0;
-  for (int32_t o = 0, j = 0; j < s_.num_steps; ++j) {
-    total += step_ns(o, j);
-    if (j == s_.OpStep(o)) ++o;
-  }
   link_before_.resize(n);
   link_tail_.resize(n);
-  // The deadlines rise with the rank: one walk over the steps gives the
-  // time of the steps before each.
-  int64_t h2d = 0;
+  // The deadlines rise with the rank: one walk over the steps (op o's
+  // rebuilds, then o) gives the profiled time of the steps before each
+  // (kept in link_tail_ meanwhile) and of them all.
   int64_t before = 0;  // the steps before step j
-  int32_t o = 0, j = 0;
-  for (size_t r = 0; r < n; ++r) {
-    for (; j < prefetch_deadline_[r]; ++j) {
-      before += step_ns(o, j);
-      if (j == s_.OpStep(o)) ++o;
+  size_t r = 0;
+  auto reach = [&](int32_t j) {
+    for (; r < n && prefetch_deadline_[r] <= j; ++r) link_tail_[r] = before;
+  };
+  for (int32_t o = 0; o < trace_.num_ops(); ++o) {
+    for (int32_t k = s_.rebuilds.begin[o]; k < s_.rebuilds.begin[o + 1]; ++k) {
+      reach(o + k);
+      before += trace_.tensors[s_.rebuilds.items[k]].recompute_ns;
     }
+    reach(s_.OpStep(o));
+    before += trace_.ops[o].duration_ns;
+  }
+  reach(s_.num_steps);
+  const int64_t total = before;
+  int64_t h2d = 0;
+  for (r = 0; r < n; ++r) {
     link_before_[r] = h2d;
     h2d += TransferNs(ItemBytes(trace_, s_.prefetch_order[r]), h2d_rate_,
                       hw_.transfer_latency_ns);
-    link_tail_[r] = h2d + total - before;
+    link_tail_[r] = h2d + total - link_tail_[r];
   }
-  for (size_t r = n - 1; r > 0; --r)
+  for (r = n - 1; r > 0; --r)
     link_tail_[r - 1] = std::max(link_tail_[r - 1], link_tail_[r]);
 }
 

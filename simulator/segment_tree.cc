@@ -43,9 +43,10 @@ void MaxSegmentTree::Add(int lo, int hi, int64_t delta) {
     if (l & 1) apply(l++);
     if (r & 1) apply(--r);
   }
-  for (size_t p = first >> 1; p >= 1; p >>= 1) Pull(p);
-  if ((last >> 1) != (first >> 1)) {
-    for (size_t p = last >> 1; p >= 1; p >>= 1) Pull(p);
+  // Level by level, so that an ancestor of both ends is pulled once.
+  for (size_t p = first >> 1, q = last >> 1; p >= 1; p >>= 1, q >>= 1) {
+    Pull(p);
+    if (q != p) Pull(q);
   }
 }
 

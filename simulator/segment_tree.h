@@ -40,9 +40,10 @@ class MaxSegmentTree {
  private:
   // Node p's maximum and position from its children (ties go left).
   void Pull(size_t p) {
-    const size_t c = max_[2 * p] >= max_[2 * p + 1] ? 2 * p : 2 * p + 1;
-    max_[p] = max_[c] + add_[p];
-    arg_[p] = arg_[c];
+    const int64_t left = max_[2 * p], right = max_[2 * p + 1];
+    const bool go_right = right > left;  // (selects, not branches)
+    max_[p] = (go_right ? right : left) + add_[p];
+    arg_[p] = arg_[2 * p + (go_right ? 1 : 0)];
   }
   void BuildInternal();
 

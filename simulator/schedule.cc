@@ -1,6 +1,7 @@
 #include "simulator/schedule.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace slackswap {
@@ -107,9 +108,12 @@ class CsrBuilder {
   }
   void Count(int32_t row) { ++csr_.begin[Slot(row) + 2]; }
   void Start() {
-    std::vector<int32_t>& next = csr_.begin;
-    for (int32_t i = 2; i <= rows_ + 2; ++i) next[i] += next[i - 1];
-    csr_.items.resize(static_cast<size_t>(next[rows_ + 2]));
+    // (The running sum in a register: through the array, each addition
+    // would wait for the store before it.)
+    int32_t* const next = csr_.begin.data();
+    int32_t sum = 0;
+    for (int32_t i = 2; i <= rows_ + 2; ++i) next[i] = sum += next[i];
+    csr_.items.resize(static_cast<size_t>(sum));
   }
   // Returns the item's position in csr.items.
   int32_t Place(int32_t row, int32_t item) {
@@ -176,18 +180,24 @@ void DerivePrefetchesNeeded(const Trace& trace, Schedule& s) {
 void DeriveNeeds(const Trace& trace, absl::Span<const Decision> decisions,
                  std::vector<int32_t>& need) {
   need.resize(trace.tensors.size());
+  int32_t* const needs = need.data();
+  const Decision* const decided = decisions.data();
   const auto& order = trace.recompute_topological_order;
   // Dependents come after their inputs in `order`, so walking it backwards
-  // sees every dependent's need before the input's. (Every tensor's need is
-  // worked out, and -1 stored for those kept: selects, not branches.)
+  // sees every dependent's need before the input's. Every tensor's need is
+  // worked out, and -1 stored for those kept, by masks (all ones or zero):
+  // the plan's decisions follow no pattern a branch could predict, and
+  // compilers turn plain selects into branches.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const int32_t t = *it;
     int32_t n = trace.tensors[t].first_backward_use;
     for (int32_t r : trace.recompute_dependents.Row(t)) {
-      const int32_t at = need[r];
-      n = decisions[r] == Decision::kRecompute ? std::min(n, at) : n;
+      const int32_t rebuilt =
+          -static_cast<int32_t>(decided[r] == Decision::kRecompute);
+      n = std::min(n, (needs[r] & rebuilt) |
+                          (std::numeric_limits<int32_t>::max() & ~rebuilt));
     }
-    need[t] = decisions[t] == Decision::kKeep ? -1 : n;
+    needs[t] = n | -static_cast<int32_t>(decided[t] == Decision::kKeep);
   }
 }
 

@@ -110,8 +110,11 @@ void Search::Evaluate(std::vector<Individual>& batch, int64_t cutoff_ns) {
   auto replay = [&](size_t i) {
     Individual& ind = batch[i];
     Normalize(ind.plan);
-    ind.replay = SimulateSchedule(trace_, hw_, ind.plan,
-                                  DeriveSchedule(trace_, ind.plan), sim);
+    // Derived into the thread's own schedule, whose memory each replay
+    // reuses.
+    thread_local Schedule schedule;
+    DeriveSchedule(trace_, ind.plan, schedule);
+    ind.replay = SimulateSchedule(trace_, hw_, ind.plan, schedule, sim);
     ind.fitness = {ind.replay.feasible, ind.replay.iteration_ns};
   };
   if (options_.workers != nullptr) {

@@ -219,7 +219,8 @@ std::vector<Move> Polisher::Moves(const Plan& plan,
 Plan Polisher::Apply(const Plan& plan, const Move& move) const {
   Plan next = plan;
   next.decisions[move.tensor] = move.decision;
-  const std::vector<int32_t> need = DeriveNeeds(trace_, next.decisions);
+  thread_local std::vector<int32_t> need;  // (its memory reused)
+  DeriveNeeds(trace_, next.decisions, need);
   for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
     if (next.decisions[t] != Decision::kSwap) {
       next.prefetch_issue_op[t] = 0;

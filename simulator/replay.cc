@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "base/stop.h"
 
@@ -80,26 +81,33 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
   result_.budget_bytes = options_.budget_bytes;
   result_.ideal_ns = trace_.ideal_ns;
   unstarted_ns_ = trace_.ideal_ns;
+  // Bytes by decision, and the rebuilds' time (each tensor rebuilt once):
+  // sums of selects, as a plan's decisions follow no pattern a branch
+  // predictor could learn.
+  int64_t bytes[3] = {0, 0, 0};
+  int64_t rebuild_ns = 0;
   for (size_t t = 0; t < trace_.tensors.size(); ++t) {
-    const int64_t size = trace_.tensors[t].size_bytes;
-    switch (plan_.decisions[t]) {
-      case Decision::kKeep:
-        result_.kept_bytes += size;
-        break;
-      case Decision::kSwap:
-        result_.swapped_bytes += size;
-        break;
-      case Decision::kRecompute:
-        result_.recomputed_bytes += size;
-        unstarted_ns_ += trace_.tensors[t].recompute_ns;  // rebuilt once
-        break;
-    }
+    const Tensor& tensor = trace_.tensors[t];
+    const Decision d = plan_.decisions[t];
+    bytes[static_cast<int>(d)] += tensor.size_bytes;
+    rebuild_ns += d == Decision::kRecompute ? tensor.recompute_ns : 0;
   }
+  result_.kept_bytes = bytes[static_cast<int>(Decision::kKeep)];
+  result_.swapped_bytes = bytes[static_cast<int>(Decision::kSwap)];
+  result_.recomputed_bytes = bytes[static_cast<int>(Decision::kRecompute)];
+  unstarted_ns_ += rebuild_ns;
   k_ = s_.rebuilds.begin[0];
   const Hardware link =
       rates == Rates::kLockstep ? LockstepShare(hardware) : hardware;
   d2h_rate_ = link.d2h_bytes_per_second;
   h2d_rate_ = link.h2d_bytes_per_second;
+}
+
+ABSL_ATTRIBUTE_NOINLINE void Replay::EndLongWait(int64_t& wait_ns,
+                                                 WaitCause cause) {
+  wait_ns += now_ - stage_since_;
+  RecordStall(cause);
+  stage_since_ = now_;
 }
 
 bool Replay::AllocateModelled(int32_t tensor) {
@@ -299,9 +307,17 @@ void Replay::FinishD2H() {
   EndCopy(d2h_, hw_.d2h_bytes_per_second);
   ++offloads_done_;
   if (projection_built_) {
-    // The projection may now count the forward copy's (or source's) free.
-    projected_.Add(HeldFromStep(item) - projection_base_,
-                   s_.num_steps - projection_base_, -HeldBytes(item));
+    // The projection may now count the forward copy's (or source's) free,
+    // from HeldFromStep(item) on: when that is no later than the next step
+    // to start, for every step it may still be asked about (a shift of
+    // them all, which spares the tree an update).
+    const int32_t from = HeldFromStep(item);
+    if (from <= NextUnstartedStep()) {
+      projected_shift_ -= HeldBytes(item);
+    } else {
+      projected_.Add(from - projection_base_, s_.num_steps - projection_base_,
+                     -HeldBytes(item));
+    }
   }
   if (item >= trace_.num_tensors()) {
     Release(item);  // a fixed transfer's source

@@ -230,13 +230,13 @@ class Replay {
   }
   // The compute stream's wait for `cause` since stage_since_ ends now: its
   // time is added to `wait_ns` and recorded, and the next wait starts now.
-  // (Nothing is written when it did not wait: the common case.)
+  // Nothing is written when it did not wait (the common case), and the
+  // rest is out of line, where the timeline's loads cannot be hoisted into
+  // this path (they read fields just stored, a store-forwarding stall).
   void EndWait(int64_t& wait_ns, WaitCause cause) {
-    if (now_ == stage_since_) return;
-    wait_ns += now_ - stage_since_;
-    RecordStall(cause);
-    stage_since_ = now_;
+    if (now_ != stage_since_) EndLongWait(wait_ns, cause);
   }
+  void EndLongWait(int64_t& wait_ns, WaitCause cause);
   // "R of B resident", or under a reserved budget what the allocator holds.
   std::string Held() const;
 
@@ -273,6 +273,9 @@ class Replay {
   bool projection_built_ = false;
   int32_t projection_base_ = 0;  // the step projected_ starts at
   MaxSegmentTree projected_{0};
+  // Added to every step of projected_ from the next one to start on (the
+  // only ones asked about from then on).
+  int64_t projected_shift_ = 0;
   // The head prefetch the projection last held back: its queue position,
   // the step whose projection held it, and the bytes over the budget there.
   struct Held {

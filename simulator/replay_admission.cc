@@ -109,7 +109,10 @@ void Replay::BuildProjection() {
   // by then are not counted and no prefetch has started early.
   const int32_t steps = s_.num_steps;
   std::vector<int64_t> values(steps, 0);
-  std::vector<int64_t> diff(static_cast<size_t>(steps) + 1, 0);
+  // (Index steps + 1 takes what lands on no step, so that the tensors' loop
+  // below selects instead of branching on the plan's decisions.)
+  const int32_t nowhere = steps + 1;
+  std::vector<int64_t> diff(static_cast<size_t>(steps) + 2, 0);
   const auto size_of = [&](int32_t item) { return HeldBytes(item); };
   for (int32_t o = 0; o < trace_.num_ops(); ++o) {
     for (int32_t k = s_.rebuilds.begin[o]; k < s_.rebuilds.begin[o + 1]; ++k) {
@@ -126,11 +129,13 @@ void Replay::BuildProjection() {
     const Tensor& tensor = trace_.tensors[t];
     const int64_t size = tensor.size_bytes;
     diff[s_.OpStep(tensor.producer_op) + 1] += size;
-    if (plan_.decisions[t] == Decision::kKeep) continue;
-    diff[s_.OpStep(tensor.last_forward_use) + 1] -= size;
-    if (plan_.decisions[t] == Decision::kSwap) {
-      diff[prefetch_deadline_[s_.prefetch_rank[t]]] += size;
-    }
+    // What is not kept leaves after its last forward use; a swapped tensor
+    // (ranked: the others are -1) is back from its prefetch's deadline.
+    const int32_t dropped = s_.OpStep(tensor.last_forward_use) + 1;
+    diff[plan_.decisions[t] == Decision::kKeep ? nowhere : dropped] -= size;
+    const int32_t rank = s_.prefetch_rank[t];
+    const int32_t back = prefetch_deadline_[std::max(rank, 0)];
+    diff[rank >= 0 ? back : nowhere] += size;
   }
   // A fixed H2D transfer's copy from its deadline (its release is a row).
   const int32_t num_tensors = trace_.num_tensors();
@@ -167,7 +172,8 @@ bool Replay::ProjectionAdmits(int64_t bytes) {
   const auto [most, at] =
       projected_.Max(from - projection_base_, to - projection_base_);
   const int32_t step = at + projection_base_;
-  const int64_t excess = most + bytes - options_.budget_bytes;
+  const int64_t excess =
+      most + projected_shift_ + bytes - options_.budget_bytes;
   if (excess <= 0) return true;
   held_ = {static_cast<int32_t>(next_prefetch_), step, excess};
   return false;

@@ -43,10 +43,24 @@ void MaxSegmentTree::Add(int lo, int hi, int64_t delta) {
     if (l & 1) apply(l++);
     if (r & 1) apply(--r);
   }
-  // Level by level, so that an ancestor of both ends is pulled once.
-  for (size_t p = first >> 1, q = last >> 1; p >= 1; p >>= 1, q >>= 1) {
-    Pull(p);
-    if (q != p) Pull(q);
+  // The ancestors of both ends, level by level (a shared one once), each
+  // from its children, of which the one on the path below was pulled just
+  // before: its maximum and position are carried up rather than read back
+  // (one store-to-load round trip per level otherwise).
+  size_t p = first >> 1, q = last >> 1;
+  if (p == 0) return;  // a single leaf
+  Node at_p = Pull(p);
+  Node at_q = q == p ? at_p : Pull(q);
+  while (p > 1) {
+    const size_t up_p = p >> 1, up_q = q >> 1;
+    if (up_p == up_q && p != q) {
+      at_p = at_q = Combine(up_p, at_p, at_q);  // siblings, p on the left
+    } else {
+      at_p = PullFrom(up_p, p, at_p);
+      at_q = up_q == up_p ? at_p : PullFrom(up_q, q, at_q);
+    }
+    p = up_p;
+    q = up_q;
   }
 }
 

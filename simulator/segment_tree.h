@@ -38,12 +38,42 @@ class MaxSegmentTree {
   int64_t Get(int i) const { return Max(i, i + 1).first; }
 
  private:
-  // Node p's maximum and position from its children (ties go left).
-  void Pull(size_t p) {
-    const int64_t left = max_[2 * p], right = max_[2 * p + 1];
-    const bool go_right = right > left;  // (selects, not branches)
-    max_[p] = (go_right ? right : left) + add_[p];
-    arg_[p] = arg_[2 * p + (go_right ? 1 : 0)];
+  struct Node {
+    int64_t max;
+    int32_t arg;
+  };
+  Node At(size_t p) const { return {max_[p], arg_[p]}; }
+  // Stores node p's maximum and position from its children's (ties go
+  // left), and returns them. (Selects, not branches: which child wins
+  // follows no pattern.)
+  Node Combine(size_t p, Node left, Node right) {
+    const bool go_right = right.max > left.max;
+    const Node node{(go_right ? right.max : left.max) + add_[p],
+                    go_right ? right.arg : left.arg};
+    max_[p] = node.max;
+    arg_[p] = node.arg;
+    return node;
+  }
+  Node Pull(size_t p) { return Combine(p, At(2 * p), At(2 * p + 1)); }
+  // Pull(p) where its child c is known to be `at_c` (just pulled). The
+  // sibling wins if larger, or equal and on the left (c odd): s + 1 > c is
+  // s >= c, the values being far from overflow.
+  Node PullFrom(size_t p, size_t c, Node at_c) {
+    const Node sibling = At(c ^ 1);
+    const bool take_sibling =
+        sibling.max + static_cast<int64_t>(c & 1) > at_c.max;
+    const Node node{
+        Select(take_sibling, sibling.max, at_c.max) + add_[p],
+        static_cast<int32_t>(Select(take_sibling, sibling.arg, at_c.arg))};
+    max_[p] = node.max;
+    arg_[p] = node.arg;
+    return node;
+  }
+  // `take_a ? a : b` by masks: compilers turn the plain form into a branch,
+  // which mispredicts here half the time.
+  static int64_t Select(bool take_a, int64_t a, int64_t b) {
+    const int64_t mask = -static_cast<int64_t>(take_a);
+    return (a & mask) | (b & ~mask);
   }
   void BuildInternal();
 

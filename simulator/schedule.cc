@@ -1,7 +1,6 @@
 #include "simulator/schedule.h"
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 
 namespace slackswap {
@@ -94,41 +93,34 @@ void MergeFixedTransfers(const Trace& trace, Schedule& s) {
 }
 
 // Csr::FromRows into `csr`, reusing its memory, driven by the caller: Count
-// every item's row, Start, Place every item in order, Finish. An item in no
-// row (-1) is counted and placed in a spare row after the last, which Finish
-// drops: the caller need not branch on whether an item is in a row, which a
-// plan's decisions make unpredictable. O(rows + items).
+// every item's row, Start, Place every item in order, Finish.
+// O(rows + items).
 class CsrBuilder {
  public:
   CsrBuilder(Csr& csr, int32_t rows) : csr_(csr), rows_(rows) {
     // Row r's count at index r + 2: after the prefix sums (Start), index
     // r + 1 is where row r's next item goes, and after the last is placed,
     // where row r + 1 begins.
-    csr_.begin.assign(static_cast<size_t>(rows) + 3, 0);
+    csr_.begin.assign(static_cast<size_t>(rows) + 2, 0);
   }
-  void Count(int32_t row) { ++csr_.begin[Slot(row) + 2]; }
+  void Count(int32_t row) { ++csr_.begin[row + 2]; }
   void Start() {
     // (The running sum in a register: through the array, each addition
     // would wait for the store before it.)
     int32_t* const next = csr_.begin.data();
     int32_t sum = 0;
-    for (int32_t i = 2; i <= rows_ + 2; ++i) next[i] = sum += next[i];
+    for (int32_t i = 2; i <= rows_ + 1; ++i) next[i] = sum += next[i];
     csr_.items.resize(static_cast<size_t>(sum));
   }
   // Returns the item's position in csr.items.
   int32_t Place(int32_t row, int32_t item) {
-    const int32_t position = csr_.begin[Slot(row) + 1]++;
+    const int32_t position = csr_.begin[row + 1]++;
     csr_.items[position] = item;
     return position;
   }
-  void Finish() {
-    csr_.items.resize(static_cast<size_t>(csr_.begin[rows_]));
-    csr_.begin.resize(static_cast<size_t>(rows_) + 1);
-  }
+  void Finish() { csr_.begin.resize(static_cast<size_t>(rows_) + 1); }
 
  private:
-  int32_t Slot(int32_t row) const { return row < 0 ? rows_ : row; }
-
   Csr& csr_;
   const int32_t rows_;
 };
@@ -185,17 +177,16 @@ void DeriveNeeds(const Trace& trace, absl::Span<const Decision> decisions,
   const auto& order = trace.recompute_topological_order;
   // Dependents come after their inputs in `order`, so walking it backwards
   // sees every dependent's need before the input's. Every tensor's need is
-  // worked out, and -1 stored for those kept, by masks (all ones or zero):
+  // worked out, and -1 stored for those kept by a mask (all ones or zero):
   // the plan's decisions follow no pattern a branch could predict, and
-  // compilers turn plain selects into branches.
+  // compilers turn a plain select into a branch. (A rebuilt dependent, the
+  // rarer case, is still a branch: reading every dependent's need would
+  // chain each tensor's to the one stored just before.)
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const int32_t t = *it;
     int32_t n = trace.tensors[t].first_backward_use;
     for (int32_t r : trace.recompute_dependents.Row(t)) {
-      const int32_t rebuilt =
-          -static_cast<int32_t>(decided[r] == Decision::kRecompute);
-      n = std::min(n, (needs[r] & rebuilt) |
-                          (std::numeric_limits<int32_t>::max() & ~rebuilt));
+      if (decided[r] == Decision::kRecompute) n = std::min(n, needs[r]);
     }
     needs[t] = n | -static_cast<int32_t>(decided[t] == Decision::kKeep);
   }
@@ -233,41 +224,60 @@ void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& s) {
   }
   s.offload_order.resize(offloads);
 
-  // H2D order: swapped tensors by need (earliest deadline first), ties by
-  // id. Rebuilds: recomputed tensors by need, inputs first. The forward
-  // copy of what is not kept is freed after its last forward use.
-  CsrBuilder prefetches(s.scratch.prefetch_rows, num_ops);
-  CsrBuilder rebuilds(s.rebuilds, num_ops);
-  CsrBuilder forward(s.forward_release_after_op, num_ops);
+  // The swapped, rebuilt and not kept tensors, each ascending: appended
+  // without a branch (a plan's decisions follow no pattern a branch could
+  // predict), so that the loops below need none.
+  std::vector<int32_t>& swapped = s.scratch.swapped;
+  std::vector<int32_t>& rebuilt = s.scratch.rebuilt;
+  std::vector<int32_t>& dropped = s.scratch.dropped;
+  swapped.resize(num_tensors);
+  rebuilt.resize(num_tensors);
+  dropped.resize(num_tensors);
+  size_t swaps = 0, rebuilds_count = 0, drops = 0;
   for (int32_t t = 0; t < num_tensors; ++t) {
     const Decision d = decisions[t];
-    prefetches.Count(d == Decision::kSwap ? need[t] : -1);
-    rebuilds.Count(d == Decision::kRecompute ? need[t] : -1);
-    forward.Count(d != Decision::kKeep ? trace.tensors[t].last_forward_use
-                                       : -1);
+    swapped[swaps] = t;
+    swaps += d == Decision::kSwap ? 1 : 0;
+    rebuilt[rebuilds_count] = t;
+    rebuilds_count += d == Decision::kRecompute ? 1 : 0;
+    dropped[drops] = t;
+    drops += d != Decision::kKeep ? 1 : 0;
   }
+
+  // H2D order: swapped tensors by need (earliest deadline first), ties by
+  // id.
+  CsrBuilder prefetches(s.scratch.prefetch_rows, num_ops);
+  for (size_t i = 0; i < swaps; ++i) prefetches.Count(need[swapped[i]]);
   prefetches.Start();
-  rebuilds.Start();
-  forward.Start();
-  s.prefetch_rank.resize(num_tensors);
-  for (int32_t t = 0; t < num_tensors; ++t) {
-    const Decision d = decisions[t];
-    const bool swap = d == Decision::kSwap;
-    const int32_t rank = prefetches.Place(swap ? need[t] : -1, t);
-    s.prefetch_rank[t] = swap ? rank : -1;
-    forward.Place(d != Decision::kKeep ? trace.tensors[t].last_forward_use : -1,
-                  t);
+  s.prefetch_rank.assign(num_tensors, -1);
+  for (size_t i = 0; i < swaps; ++i) {
+    const int32_t t = swapped[i];
+    s.prefetch_rank[t] = prefetches.Place(need[t], t);
   }
   prefetches.Finish();
-  forward.Finish();
   s.prefetch_order.swap(s.scratch.prefetch_rows.items);
-  // Rebuild k before op o is step o + k.
+
+  // The forward copy of what is not kept is freed after its last forward
+  // use.
+  CsrBuilder forward(s.forward_release_after_op, num_ops);
+  for (size_t i = 0; i < drops; ++i)
+    forward.Count(trace.tensors[dropped[i]].last_forward_use);
+  forward.Start();
+  for (size_t i = 0; i < drops; ++i) {
+    const int32_t t = dropped[i];
+    forward.Place(trace.tensors[t].last_forward_use, t);
+  }
+  forward.Finish();
+
+  // Rebuilds by need, inputs first; rebuild k before op o is step o + k.
+  CsrBuilder rebuilds(s.rebuilds, num_ops);
+  for (size_t i = 0; i < rebuilds_count; ++i) rebuilds.Count(need[rebuilt[i]]);
+  rebuilds.Start();
   std::vector<int32_t>& rebuild_step = s.scratch.rows;
-  rebuild_step.resize(num_tensors);
+  rebuild_step.resize(num_tensors);  // (meaningful for rebuilt tensors)
   for (const int32_t t : trace.recompute_topological_order) {
-    const bool rebuilt = decisions[t] == Decision::kRecompute;
-    const int32_t k = rebuilds.Place(rebuilt ? need[t] : -1, t);
-    rebuild_step[t] = need[t] + k;  // (meaningless unless rebuilt)
+    if (decisions[t] != Decision::kRecompute) continue;
+    rebuild_step[t] = need[t] + rebuilds.Place(need[t], t);
   }
   rebuilds.Finish();
   s.num_steps = num_ops + static_cast<int32_t>(s.rebuilds.items.size());

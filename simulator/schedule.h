@@ -81,6 +81,7 @@ struct Schedule {
   // that deriving into the same Schedule again allocates nothing.
   struct Scratch {
     Csr prefetch_rows;
+    std::vector<int32_t> swapped, rebuilt, dropped;
     std::vector<int32_t> rows;
     std::vector<int32_t> steps;
   } scratch;

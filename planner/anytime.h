@@ -49,13 +49,12 @@ namespace slackswap {
 // The element-replays (a replay of a trace costs ReplayElements(): its
 // operators + tensors + uses + recompute inputs + fixed transfers, plus the
 // candidate's schedule and bookkeeping; a replay cut short, its share:
-// replay_cost.h) that stand for one millisecond of the search: 1.4 times
-// the 40,000 one core of this machine replays on the medium traces of
-// docs/benchmarks.md ("The anytime search"), which keeps their slowest
-// (300 tensors) within issue 27's 200 ms at the default 150 ms (the
-// benchmark measures what the search's second thread gains: little on that
-// machine's two vCPUs).
-inline constexpr int64_t kSearchWorkPerMs = 56'000;
+// replay_cost.h) that stand for one millisecond of the search. Set so that
+// the slowest medium traces of docs/benchmarks.md ("The anytime search": 300
+// tensors, the search to its limit) plan within issue 27's 200 ms at the
+// default 150 ms on this machine, on one thread or two (the second thread
+// gains little on its two vCPUs).
+inline constexpr int64_t kSearchWorkPerMs = 64'000;
 // The threads the search replays on by default (PlannerOptions::
 // search_threads, AnytimeOptions::threads). The plan does not depend on
 // them: the budget is kSearchWorkPerMs whatever the threads, which only

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "planner/lower_bound.h"
+#include "planner/slackswap.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
 #include "simulator/medium_traces.h"
@@ -35,6 +36,15 @@ inline MediumCase MakeMediumCase(MediumShape shape, uint64_t seed,
   const int64_t floor = ComputeProvenFloor(c.trace).bytes;
   c.budget = floor + (AllKeepPeakBytes(c.trace) - floor) * percent / 100;
   return c;
+}
+
+// SlackSwap's passes on the case without the anytime search, and without
+// the improvement step unless `polish`: the start the search tests improve.
+inline PlanningResult PassesPlan(const MediumCase& c, bool polish) {
+  PlannerOptions passes;
+  passes.search_time_ms = 0;
+  if (!polish) passes.polish_work = 0;
+  return *PlanSlackSwap(c.trace, c.hardware, c.budget, passes);
 }
 
 }  // namespace slackswap::testing

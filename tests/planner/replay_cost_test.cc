@@ -132,11 +132,7 @@ TEST(GeneticCutoffTest, ChargingCutReplaysBuysMoreOfThem) {
 TEST(PolishCostTest, StaysWithinItsBudgetInChargedReplays) {
   for (const Case& c : MediumCases()) {
     SCOPED_TRACE(c.trace.name);
-    PlannerOptions passes;
-    passes.search_time_ms = 0;
-    passes.polish_work = 0;
-    const PlanningResult start =
-        *PlanSlackSwap(c.trace, c.hardware, c.budget, passes);
+    const PlanningResult start = testing::PassesPlan(c, /*polish=*/false);
     for (int64_t budget : {int64_t{10}, int64_t{200}}) {
       PolishOptions options;
       options.max_replays = budget;

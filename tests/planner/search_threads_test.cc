@@ -40,11 +40,7 @@ TEST(SearchThreadsTest, PolishKeepsTheSameChangesAtTheSameCost) {
   int changes = 0;
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
-    PlannerOptions passes;
-    passes.search_time_ms = 0;
-    passes.polish_work = 0;
-    const PlanningResult start =
-        *PlanSlackSwap(c.trace, c.hardware, c.budget, passes);
+    const PlanningResult start = testing::PassesPlan(c, /*polish=*/false);
     for (int64_t replays : {int64_t{25}, int64_t{400}}) {
       PolishOptions options;
       options.max_replays = replays;
@@ -76,10 +72,7 @@ TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {
   int improved = 0;
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
-    PlannerOptions passes;
-    passes.search_time_ms = 0;
-    const PlanningResult start =
-        *PlanSlackSwap(c.trace, c.hardware, c.budget, passes);
+    const PlanningResult start = testing::PassesPlan(c, /*polish=*/true);
     AnytimeOptions options;
     options.max_replays = 600;
     Plan one_plan = start.plan;

@@ -276,6 +276,14 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Handle(
   record.request_bytes = request_bytes;
   if (call_log_ != nullptr) ReadCallMetadata(*context, record);
   if (metrics_ != nullptr) metrics_->CallReceived(method, request_bytes);
+  last_arrival_ns_.store(absl::ToUnixNanos(start));
+  if (draining_.load()) {
+    record.duration = absl::Now() - start;
+    return Refuse(context, reactor,
+                  grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                               "server draining; retry on another replica"),
+                  record);
+  }
   if (max_message_bytes_ > 0 && request_bytes > max_message_bytes_) {
     record.duration = absl::Now() - start;
     return Refuse(context, reactor,

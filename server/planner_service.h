@@ -19,8 +19,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -86,6 +88,14 @@ class PlannerServiceImpl final : public RawPlannerService {
 
   // Calls admitted and not yet finished (running or waiting to run).
   int inflight() const { return inflight_.load(); }
+  // From now on every new call gets UNAVAILABLE ("draining") before it is
+  // admitted; calls already admitted run on.
+  void StopAdmitting() { draining_.store(true); }
+  // When the last call arrived (refused ones included); long ago if none
+  // has.
+  absl::Time last_arrival() const {
+    return absl::FromUnixNanos(last_arrival_ns_.load());
+  }
   int planning_threads() const { return static_cast<int>(workers_.size()); }
 
  private:
@@ -128,6 +138,8 @@ class PlannerServiceImpl final : public RawPlannerService {
   CallLog* call_log_;
   ServiceCore core_;
   std::atomic<int> inflight_{0};
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> last_arrival_ns_{std::numeric_limits<int64_t>::min()};
 
   std::mutex mu_;
   std::condition_variable wake_;

@@ -220,15 +220,29 @@ std::shared_ptr<grpc::Channel> PlanningServer::InProcessChannel() {
   return server_->InProcessChannel(args);
 }
 
+// How long a draining server waits after the last call it refused before
+// it shuts down: longer than a client's round trip on a local network.
+constexpr absl::Duration kDrainQuiet = absl::Milliseconds(100);
+
 void PlanningServer::Drain(absl::Duration grace) {
   if (drained_) return;
   drained_ = true;
   serving_ = false;
   // NOT_SERVING for every service, and no later change.
   server_->GetHealthCheckService()->Shutdown();
-  server_->Shutdown(
-      std::chrono::system_clock::now() +
-      std::chrono::milliseconds(absl::ToInt64Milliseconds(grace)));
+  // gRPC's shutdown ends a call that arrives while it runs, before the
+  // client has its GOAWAY, with CANCELLED, which clients do not retry. So the
+  // service refuses new calls itself first, with UNAVAILABLE (retried), and
+  // the shutdown starts once the calls in flight are done and none has
+  // arrived for kDrainQuiet, or when the grace ends.
+  const absl::Time deadline = absl::Now() + grace;
+  service_->StopAdmitting();
+  while (absl::Now() < deadline &&
+         (service_->inflight() > 0 ||
+          absl::Now() - service_->last_arrival() < kDrainQuiet)) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  server_->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now())));
   server_->Wait();
 }
 

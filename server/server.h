@@ -92,8 +92,10 @@ class PlanningServer {
   int inflight() const { return service_->inflight(); }
   int planning_threads() const { return service_->planning_threads(); }
 
-  // Health goes NOT_SERVING, no new calls are accepted, calls in flight get
-  // `grace` to finish and are then cancelled. Returns when all are done.
+  // Health goes NOT_SERVING, new calls get UNAVAILABLE, calls in flight get
+  // `grace` to finish and are then cancelled; the gRPC server shuts down
+  // once they are done and no call has arrived for 100 ms (or the grace
+  // ends). Returns when all are done.
   void Drain(absl::Duration grace);
 
  private:

@@ -471,6 +471,18 @@ class LimitsTest(unittest.TestCase):
         time.sleep(1.5)
         sigterm_at = time.time()
         server.proc.send_signal(signal.SIGTERM)
+        # While the calls in flight finish, the server refuses new ones itself,
+        # with a retryable UNAVAILABLE that says why (gRPC's own shutdown would
+        # end them CANCELLED).
+        refusal = None
+        while refusal is None and time.time() < sigterm_at + 5:
+            try:
+                generated_trace(stub, layers=1)
+            except grpc.RpcError as e:
+                refusal = e
+        self.assertIsNotNone(refusal)
+        self.assertEqual(refusal.code(), grpc.StatusCode.UNAVAILABLE, refusal.details())
+        self.assertIn("draining", refusal.details())
         exit_code = server.proc.wait(timeout=40)
         exited_after = time.time() - sigterm_at
         for t in threads:

@@ -1,6 +1,7 @@
 #include "planner/anytime.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -20,6 +21,9 @@ namespace {
 // whole budget where it can find nothing better.
 constexpr int32_t kStallGenerations = 60;
 constexpr int32_t kPopulation = 48;
+// The seed of the genetic round that looks for a first plan that completes
+// (the later rounds draw from 1, 2, ...).
+constexpr uint64_t kFirstCompletingSeed = 1000;
 
 // a is a better replay than b: feasible first, then faster.
 bool Faster(const SimulationResult& a, const SimulationResult& b) {
@@ -99,6 +103,30 @@ PolishOptions PolishFor(const AnytimeOptions& options, Workers& workers,
   p.target_ns = options.target_ns;
   p.physics = options.physics;
   return p;
+}
+
+// A genetic round from `seeds` with `evaluations` replays, stopping once a
+// plan completes within `target_ns`.
+GeneticResult GeneticRound(const Trace& trace, const Hardware& hardware,
+                           int64_t budget_bytes, const AnytimeOptions& options,
+                           Workers& workers, const std::vector<Plan>& seeds,
+                           int64_t evaluations, uint64_t seed,
+                           int64_t target_ns) {
+  GeneticOptions genetic;
+  genetic.max_evaluations = evaluations;
+  genetic.population = kPopulation;
+  genetic.seed = seed;
+  genetic.workers = &workers;
+  genetic.charge_partial_replays = true;
+  genetic.per_layer_barriers = options.per_layer_barriers;
+  genetic.target_ns = target_ns;
+  genetic.physics = options.physics;
+  genetic.stall_generations = static_cast<int32_t>(std::max<int64_t>(
+      kStallGenerations, genetic.max_evaluations / kPopulation / 3));
+  genetic.should_stop = [&] {
+    return options.stop != nullptr && options.stop->StopNow();
+  };
+  return RunGenetic(trace, hardware, budget_bytes, seeds, genetic);
 }
 
 // The second start: the local search from the fastest start of the
@@ -200,6 +228,29 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     }
   }
 
+  // Still none: a genetic round from the plan and the portfolio, with up to
+  // a quarter of the budget, stops at its first generation with a plan that
+  // completes (often its first: a crossover of the starts). The local
+  // search from that plan converges far sooner than one that must first
+  // make the plan complete, change by change.
+  if (!replay.feasible && options.first_completing_round) {
+    std::vector<Plan> seeds = {plan};
+    seeds.insert(seeds.end(), starts.begin(), starts.end());
+    const GeneticResult found = GeneticRound(
+        trace, hardware, budget_bytes, options, workers, seeds,
+        options.max_replays / 4, kFirstCompletingSeed,
+        std::numeric_limits<int64_t>::max());
+    result.replays += found.evaluations;
+    if (found.replay.feasible) {
+      plan = found.best;
+      replay = found.replay;
+      replay.timeline.clear();
+      result.improved = true;
+      if (OnTarget(replay, options.target_ns)) return result;
+    }
+    if (stopped() || found.stopped) return result;
+  }
+
   // 1. Local search from the plan: a quarter of the budget; once a plan
   // completes, on until no change improves it (or the budget is spent).
   polish(options.max_replays / 4);
@@ -232,24 +283,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     // Two thirds of what is left; a third while no plan completes: the
     // round's job is then to find one, and the local search from it needs
     // the rest to converge.
-    GeneticOptions genetic;
-    genetic.max_evaluations =
+    const int64_t evaluations =
         std::max<int64_t>(replay.feasible ? left * 2 / 3 : left / 3,
                           static_cast<int64_t>(seeds.size()) * 2);
-    genetic.population = kPopulation;
-    genetic.seed = round;
-    genetic.workers = &workers;
-    genetic.charge_partial_replays = true;
-    genetic.per_layer_barriers = options.per_layer_barriers;
-    genetic.target_ns = options.target_ns;
-    genetic.physics = options.physics;
-    genetic.stall_generations = static_cast<int32_t>(std::max<int64_t>(
-        kStallGenerations, genetic.max_evaluations / kPopulation / 3));
-    genetic.should_stop = [&] {
-      return options.stop != nullptr && options.stop->StopNow();
-    };
     const GeneticResult found =
-        RunGenetic(trace, hardware, budget_bytes, seeds, genetic);
+        GeneticRound(trace, hardware, budget_bytes, options, workers, seeds,
+                     evaluations, round, options.target_ns);
     result.replays += found.evaluations;
     if (Faster(found.replay, replay)) {
       plan = found.best;

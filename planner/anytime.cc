@@ -236,10 +236,10 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   if (!replay.feasible && options.first_completing_round) {
     std::vector<Plan> seeds = {plan};
     seeds.insert(seeds.end(), starts.begin(), starts.end());
-    const GeneticResult found = GeneticRound(
-        trace, hardware, budget_bytes, options, workers, seeds,
-        options.max_replays / 4, kFirstCompletingSeed,
-        std::numeric_limits<int64_t>::max());
+    const GeneticResult found =
+        GeneticRound(trace, hardware, budget_bytes, options, workers, seeds,
+                     options.max_replays / 4, kFirstCompletingSeed,
+                     std::numeric_limits<int64_t>::max());
     result.replays += found.evaluations;
     if (found.replay.feasible) {
       plan = found.best;

@@ -1,7 +1,6 @@
 #include "planner/anytime.h"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <utility>
 
@@ -21,9 +20,9 @@ namespace {
 // whole budget where it can find nothing better.
 constexpr int32_t kStallGenerations = 60;
 constexpr int32_t kPopulation = 48;
-// The seed of the genetic round that looks for a first plan that completes
+// The seed of the genetic round that runs first where no start completes
 // (the later rounds draw from 1, 2, ...).
-constexpr uint64_t kFirstCompletingSeed = 1000;
+constexpr uint64_t kGeneticFirstSeed = 1000;
 
 // a is a better replay than b: feasible first, then faster.
 bool Faster(const SimulationResult& a, const SimulationResult& b) {
@@ -105,13 +104,11 @@ PolishOptions PolishFor(const AnytimeOptions& options, Workers& workers,
   return p;
 }
 
-// A genetic round from `seeds` with `evaluations` replays, stopping once a
-// plan completes within `target_ns`.
+// A genetic round from `seeds` with `evaluations` replays.
 GeneticResult GeneticRound(const Trace& trace, const Hardware& hardware,
                            int64_t budget_bytes, const AnytimeOptions& options,
                            Workers& workers, const std::vector<Plan>& seeds,
-                           int64_t evaluations, uint64_t seed,
-                           int64_t target_ns) {
+                           int64_t evaluations, uint64_t seed) {
   GeneticOptions genetic;
   genetic.max_evaluations = evaluations;
   genetic.population = kPopulation;
@@ -119,7 +116,7 @@ GeneticResult GeneticRound(const Trace& trace, const Hardware& hardware,
   genetic.workers = &workers;
   genetic.charge_partial_replays = true;
   genetic.per_layer_barriers = options.per_layer_barriers;
-  genetic.target_ns = target_ns;
+  genetic.target_ns = options.target_ns;
   genetic.physics = options.physics;
   genetic.stall_generations = static_cast<int32_t>(std::max<int64_t>(
       kStallGenerations, genetic.max_evaluations / kPopulation / 3));
@@ -228,18 +225,17 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     }
   }
 
-  // Still none: a genetic round from the plan and the portfolio, with up to
-  // a quarter of the budget, stops at its first generation with a plan that
-  // completes (often its first: a crossover of the starts). The local
-  // search from that plan converges far sooner than one that must first
-  // make the plan complete, change by change.
-  if (!replay.feasible && options.first_completing_round) {
+  // Still none: first a genetic round from the plan and the portfolio, with
+  // a quarter of the budget (as step 2's, ending on the target or when it
+  // stalls), and the local search from its best plan. The local search from
+  // a plan that does not complete spends its budget making it complete,
+  // change by change, and converges late from a worse start.
+  if (!replay.feasible && options.genetic_first) {
     std::vector<Plan> seeds = {plan};
     seeds.insert(seeds.end(), starts.begin(), starts.end());
     const GeneticResult found =
         GeneticRound(trace, hardware, budget_bytes, options, workers, seeds,
-                     options.max_replays / 4, kFirstCompletingSeed,
-                     std::numeric_limits<int64_t>::max());
+                     options.max_replays / 4, kGeneticFirstSeed);
     result.replays += found.evaluations;
     if (found.replay.feasible) {
       plan = found.best;
@@ -288,7 +284,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
                           static_cast<int64_t>(seeds.size()) * 2);
     const GeneticResult found =
         GeneticRound(trace, hardware, budget_bytes, options, workers, seeds,
-                     evaluations, round, options.target_ns);
+                     evaluations, round);
     result.replays += found.evaluations;
     if (Faster(found.replay, replay)) {
       plan = found.best;

@@ -8,10 +8,9 @@
 //      right after its forward use (swapped where it may be, else rebuilt)
 //      replaces it if it completes (near the floor often the only start
 //      that does); where none completes still, a genetic round from the
-//      plan and the portfolio below, with up to a quarter of the budget,
-//      stops at its first generation with a plan that completes and takes
-//      it (the local search from a plan that completes converges far
-//      sooner than one that must first make it complete);
+//      plan and the portfolio below, with a quarter of the budget, and its
+//      best plan goes on (the local search from a plan that completes
+//      converges far sooner than one that must first make it complete);
 //   1. the improvement step (polish.h) from the plan, with a quarter of the
 //      budget, and where its plan then completes, on from it until no
 //      change improves it (a local optimum) or the budget is spent; then,
@@ -87,9 +86,9 @@ struct AnytimeOptions {
   int32_t threads = kSearchThreads;
   Workers* workers = nullptr;
   // Step 1's local search from a second start, and step 0's genetic round
-  // for a first plan that completes (off only to measure them).
+  // where no start completes (off only to measure them).
   bool second_start = true;
-  bool first_completing_round = true;
+  bool genetic_first = true;
 };
 
 struct AnytimeResult {

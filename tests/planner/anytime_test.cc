@@ -78,21 +78,21 @@ TEST(AnytimeSearchTest, ASecondStartLeavesTheFirstLocalOptimum) {
 }
 
 // At 2% on seed 1604 neither the passes' plan nor the plan that frees
-// everything completes. Without the genetic round for a first plan that
-// completes, the local search spends a quarter of the budget making the
-// plan complete, and the rest converges from where it got: far slower.
-TEST(AnytimeSearchTest, AGeneticRoundFindsAFirstCompletingPlanToStartFrom) {
+// everything completes. Without the genetic round first, the local search
+// spends a quarter of the budget making the plan complete, change by
+// change, and the rest converges from a worse start: slower by more than 3%.
+TEST(AnytimeSearchTest, WhereNoStartCompletesAGeneticRoundRunsFirst) {
   const UplinkCase c = UplinkDag(1604, 2);
   PlannerOptions passes;
   passes.search_time_ms = 0;
   ASSERT_FALSE(PlanSlackSwap(c.trace, c.hardware, c.budget, passes)->feasible);
   AnytimeOptions options;
   int64_t replays = 0;
-  options.first_completing_round = false;
+  options.genetic_first = false;
   const int64_t without = Search(c, options, replays);
-  options.first_completing_round = true;
+  options.genetic_first = true;
   const int64_t with = Search(c, options, replays);
-  EXPECT_LT(with, without - without / 20) << without << " -> " << with;
+  EXPECT_LT(with, without - without * 3 / 100) << without << " -> " << with;
 }
 
 }  // namespace

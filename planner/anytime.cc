@@ -101,6 +101,7 @@ PolishOptions PolishFor(const AnytimeOptions& options, Workers& workers,
   p.stop = options.stop;
   p.target_ns = options.target_ns;
   p.physics = options.physics;
+  p.adaptive_order = options.adaptive_order;
   return p;
 }
 

@@ -89,6 +89,9 @@ struct AnytimeOptions {
   // where no start completes (off only to measure them).
   bool second_start = true;
   bool genetic_first = true;
+  // The local search's adaptive order of moves (PolishOptions::
+  // adaptive_order; off only to measure it).
+  bool adaptive_order = true;
 };
 
 struct AnytimeResult {

@@ -67,6 +67,9 @@ struct PolishOptions {
   Physics physics;
   // Replays candidates on these threads (null: on the caller's alone).
   Workers* workers = nullptr;
+  // Once the plan completes, the kinds of move kept most often so far in
+  // this search are tried first (off only to measure it).
+  bool adaptive_order = true;
 };
 
 struct PolishResult {

@@ -69,6 +69,8 @@ int64_t Search(const UplinkCase& c, const AnytimeOptions& defaults,
 TEST(AnytimeSearchTest, ASecondStartLeavesTheFirstLocalOptimum) {
   const UplinkCase c = UplinkDag(1601, 10);
   AnytimeOptions options;
+  // (The case is one for the local search's fixed order of moves.)
+  options.adaptive_order = false;
   int64_t replays = 0;
   options.second_start = false;
   const int64_t one = Search(c, options, replays);
@@ -87,12 +89,29 @@ TEST(AnytimeSearchTest, WhereNoStartCompletesAGeneticRoundRunsFirst) {
   passes.search_time_ms = 0;
   ASSERT_FALSE(PlanSlackSwap(c.trace, c.hardware, c.budget, passes)->feasible);
   AnytimeOptions options;
+  // (The case is one for the local search's fixed order of moves.)
+  options.adaptive_order = false;
   int64_t replays = 0;
   options.genetic_first = false;
   const int64_t without = Search(c, options, replays);
   options.genetic_first = true;
   const int64_t with = Search(c, options, replays);
   EXPECT_LT(with, without - without * 3 / 100) << without << " -> " << with;
+}
+
+// At 10% on seed 2403 the local search starts from the plan that frees
+// everything and is still improving it when the budget ends. With the kinds
+// of move kept most often tried first, it gets further: faster by more than
+// 3%, within the same budget.
+TEST(AnytimeSearchTest, TheMovesKeptMostOftenAreTriedFirst) {
+  const UplinkCase c = UplinkDag(2403, 10);
+  AnytimeOptions options;
+  int64_t replays = 0;
+  options.adaptive_order = false;
+  const int64_t fixed = Search(c, options, replays);
+  options.adaptive_order = true;
+  const int64_t adaptive = Search(c, options, replays);
+  EXPECT_LT(adaptive, fixed - fixed * 3 / 100) << fixed << " -> " << adaptive;
 }
 
 }  // namespace

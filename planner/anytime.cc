@@ -105,6 +105,20 @@ PolishOptions PolishFor(const AnytimeOptions& options, Workers& workers,
   return p;
 }
 
+// `plan`'s replay under the search's settings, without timeline.
+SimulationResult Replay(const Trace& trace, const Hardware& hardware,
+                        int64_t budget_bytes, const AnytimeOptions& options,
+                        const Plan& plan) {
+  SimulationOptions sim;
+  sim.budget_bytes = budget_bytes;
+  sim.per_layer_barriers = options.per_layer_barriers;
+  sim.physics = options.physics;
+  SimulationResult r =
+      SimulateSchedule(trace, hardware, plan, DeriveSchedule(trace, plan), sim);
+  r.timeline.clear();
+  return r;
+}
+
 // A genetic round from `seeds` with `evaluations` replays.
 GeneticResult GeneticRound(const Trace& trace, const Hardware& hardware,
                            int64_t budget_bytes, const AnytimeOptions& options,
@@ -135,15 +149,11 @@ bool SecondStart(const Trace& trace, const Hardware& hardware,
                  int64_t budget_bytes, const AnytimeOptions& options,
                  Workers& workers, int64_t replays, std::vector<Plan>& starts,
                  Plan& plan, SimulationResult& replay, int64_t& spent) {
-  SimulationOptions sim;
-  sim.budget_bytes = budget_bytes;
-  sim.per_layer_barriers = options.per_layer_barriers;
-  sim.physics = options.physics;
   std::optional<size_t> fastest;
   SimulationResult start_replay;
   for (size_t i = 0; i < starts.size(); ++i) {
-    SimulationResult r = SimulateSchedule(
-        trace, hardware, starts[i], DeriveSchedule(trace, starts[i]), sim);
+    SimulationResult r =
+        Replay(trace, hardware, budget_bytes, options, starts[i]);
     ++spent;
     if (r.feasible &&
         (!fastest || r.iteration_ns < start_replay.iteration_ns)) {
@@ -153,7 +163,6 @@ bool SecondStart(const Trace& trace, const Hardware& hardware,
   }
   if (!fastest) return false;
   Plan other = starts[*fastest];
-  start_replay.timeline.clear();
   spent += Polish(trace, hardware, budget_bytes,
                   PolishFor(options, workers, replays), other, start_replay)
                .replays;
@@ -209,18 +218,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   bool freeing_last = false;
   std::vector<Plan> starts = Portfolio(trace, hardware, options, freeing_last);
   if (!replay.feasible && freeing_last) {
-    SimulationOptions sim;
-    sim.budget_bytes = budget_bytes;
-    sim.per_layer_barriers = options.per_layer_barriers;
-    sim.physics = options.physics;
     SimulationResult r =
-        SimulateSchedule(trace, hardware, starts.back(),
-                         DeriveSchedule(trace, starts.back()), sim);
+        Replay(trace, hardware, budget_bytes, options, starts.back());
     ++result.replays;
     if (r.feasible) {
       std::swap(plan, starts.back());
       replay = std::move(r);
-      replay.timeline.clear();
       result.improved = true;
       if (OnTarget(replay, options.target_ns)) return result;
     }

@@ -38,10 +38,9 @@ UplinkCase UplinkDag(uint64_t seed, int64_t percent) {
 }
 
 // The anytime search from the passes' plan with the default budget: its
-// plan's iteration time (checked by a replay of its own) and the replays
-// it took (within the budget).
-int64_t Search(const UplinkCase& c, const AnytimeOptions& defaults,
-               int64_t& replays) {
+// plan's iteration time (checked by a replay of its own; the search within
+// its budget).
+int64_t Search(const UplinkCase& c, const AnytimeOptions& defaults) {
   PlannerOptions passes;
   passes.search_time_ms = 0;
   const PlanningResult start =
@@ -51,8 +50,9 @@ int64_t Search(const UplinkCase& c, const AnytimeOptions& defaults,
   EXPECT_GT(options.max_replays, 0);
   Plan plan = start.plan;
   SimulationResult replay = start.replay;
-  replays = SearchAnytime(c.trace, c.hardware, c.budget, options, plan, replay)
-                .replays;
+  const int64_t replays =
+      SearchAnytime(c.trace, c.hardware, c.budget, options, plan, replay)
+          .replays;
   EXPECT_TRUE(replay.feasible);
   EXPECT_LE(replays, options.max_replays);
   SimulationOptions sim;
@@ -63,19 +63,31 @@ int64_t Search(const UplinkCase& c, const AnytimeOptions& defaults,
   return replay.iteration_ns;
 }
 
+// The search's plan without and with one of its stages (`stage`), all else
+// as in `options`: the iteration times.
+struct WithoutAndWith {
+  int64_t without = 0;
+  int64_t with = 0;
+};
+WithoutAndWith Stage(const UplinkCase& c, AnytimeOptions options,
+                     bool AnytimeOptions::*stage) {
+  WithoutAndWith r;
+  options.*stage = false;
+  r.without = Search(c, options);
+  options.*stage = true;
+  r.with = Search(c, options);
+  return r;
+}
+
 // At 10% on seed 1601 the local search from the passes' plan stops in a
 // local optimum with long prefetch and memory waits; the second start
 // leaves it: faster by more than 1%, within the same budget.
 TEST(AnytimeSearchTest, ASecondStartLeavesTheFirstLocalOptimum) {
-  const UplinkCase c = UplinkDag(1601, 10);
   AnytimeOptions options;
   // (The case is one for the local search's fixed order of moves.)
   options.adaptive_order = false;
-  int64_t replays = 0;
-  options.second_start = false;
-  const int64_t one = Search(c, options, replays);
-  options.second_start = true;
-  const int64_t two = Search(c, options, replays);
+  const auto [one, two] =
+      Stage(UplinkDag(1601, 10), options, &AnytimeOptions::second_start);
   EXPECT_LT(two, one - one / 100) << one << " -> " << two;
 }
 
@@ -91,11 +103,8 @@ TEST(AnytimeSearchTest, WhereNoStartCompletesAGeneticRoundRunsFirst) {
   AnytimeOptions options;
   // (The case is one for the local search's fixed order of moves.)
   options.adaptive_order = false;
-  int64_t replays = 0;
-  options.genetic_first = false;
-  const int64_t without = Search(c, options, replays);
-  options.genetic_first = true;
-  const int64_t with = Search(c, options, replays);
+  const auto [without, with] =
+      Stage(c, options, &AnytimeOptions::genetic_first);
   EXPECT_LT(with, without - without * 3 / 100) << without << " -> " << with;
 }
 
@@ -104,13 +113,8 @@ TEST(AnytimeSearchTest, WhereNoStartCompletesAGeneticRoundRunsFirst) {
 // of move kept most often tried first, it gets further: faster by more than
 // 3%, within the same budget.
 TEST(AnytimeSearchTest, TheMovesKeptMostOftenAreTriedFirst) {
-  const UplinkCase c = UplinkDag(2403, 10);
-  AnytimeOptions options;
-  int64_t replays = 0;
-  options.adaptive_order = false;
-  const int64_t fixed = Search(c, options, replays);
-  options.adaptive_order = true;
-  const int64_t adaptive = Search(c, options, replays);
+  const auto [fixed, adaptive] = Stage(UplinkDag(2403, 10), AnytimeOptions(),
+                                       &AnytimeOptions::adaptive_order);
   EXPECT_LT(adaptive, fixed - fixed * 3 / 100) << fixed << " -> " << adaptive;
 }
 

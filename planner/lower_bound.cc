@@ -246,12 +246,11 @@ std::vector<int32_t> RecomputableByCost(const Trace& trace) {
       by_cost.push_back(t);
   }
   std::sort(by_cost.begin(), by_cost.end(), [&](int32_t a, int32_t b) {
-    // recompute_ns(a) / size(a) < recompute_ns(b) / size(b), exactly.
-    const absl::int128 left = absl::int128(trace.tensors[a].recompute_ns) *
-                              trace.tensors[b].size_bytes;
-    const absl::int128 right = absl::int128(trace.tensors[b].recompute_ns) *
-                               trace.tensors[a].size_bytes;
-    return left != right ? left < right : a < b;
+    const Tensor& x = trace.tensors[a];
+    const Tensor& y = trace.tensors[b];
+    if (CheaperToRebuildPerByte(x, y)) return true;
+    if (CheaperToRebuildPerByte(y, x)) return false;
+    return a < b;
   });
   return by_cost;
 }
@@ -363,6 +362,11 @@ void FetchWindow(const Trace& trace, const FetchWait& f,
 }
 
 }  // namespace
+
+bool CheaperToRebuildPerByte(const Tensor& a, const Tensor& b) {
+  return absl::int128(a.recompute_ns) * b.size_bytes <
+         absl::int128(b.recompute_ns) * a.size_bytes;
+}
 
 ProvenFloor ComputeProvenFloor(const Trace& trace) {
   const int32_t num_ops = trace.num_ops();

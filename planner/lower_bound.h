@@ -46,6 +46,10 @@ struct ProvenFloor {
 };
 ProvenFloor ComputeProvenFloor(const Trace& trace);
 
+// Rebuilding `a` costs less time per byte than rebuilding `b`:
+// a.recompute_ns / a.size_bytes < b.recompute_ns / b.size_bytes, exactly.
+bool CheaperToRebuildPerByte(const Tensor& a, const Tensor& b);
+
 // O(ops + tensors + uses) plus O(k log k) for each of the (at most 16) most
 // constrained ops, where k is the number of tensors live there; where k <= 64,
 // a branch and bound of at most 16,384 nodes of O(k) each.

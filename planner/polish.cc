@@ -5,8 +5,8 @@
 #include <limits>
 #include <vector>
 
-#include "absl/numeric/int128.h"
 #include "base/workers.h"
+#include "planner/lower_bound.h"
 #include "planner/recompute_pass.h"
 #include "planner/replay_cost.h"
 #include "simulator/schedule.h"
@@ -579,12 +579,9 @@ std::vector<Trade> Trades(const Trace& trace, const Plan& plan) {
       rebuilt.push_back(t);
     }
   }
-  // Dearest per byte first: a.ns / a.bytes > b.ns / b.bytes, exactly.
+  // Dearest per byte first.
   std::stable_sort(rebuilt.begin(), rebuilt.end(), [&](int32_t a, int32_t b) {
-    const Tensor& x = trace.tensors[a];
-    const Tensor& y = trace.tensors[b];
-    return absl::int128(x.recompute_ns) * y.size_bytes >
-           absl::int128(y.recompute_ns) * x.size_bytes;
+    return CheaperToRebuildPerByte(trace.tensors[b], trace.tensors[a]);
   });
   std::vector<Trade> trades;
   for (int32_t d = 0; d < trace.num_tensors(); ++d) {

@@ -141,14 +141,30 @@ GeneticResult GeneticRound(const Trace& trace, const Hardware& hardware,
   return RunGenetic(trace, hardware, budget_bytes, seeds, genetic);
 }
 
+// A genetic round's seeds: the plan, then the portfolio of starts.
+std::vector<Plan> Seeds(const Plan& plan, const std::vector<Plan>& starts) {
+  std::vector<Plan> seeds = {plan};
+  seeds.insert(seeds.end(), starts.begin(), starts.end());
+  return seeds;
+}
+
+// Takes a genetic round's best plan and its replay (without timeline).
+void Adopt(const GeneticResult& found, Plan& plan, SimulationResult& replay) {
+  plan = found.best;
+  replay = found.replay;
+  replay.timeline.clear();
+}
+
 // The second start: the local search from the fastest start of the
 // portfolio that completes, with `replays` (what the first took). Its plan
 // takes that start's place in the portfolio; true where it beats `plan`,
-// which it then replaces. Charges every replay to `spent`.
+// which it then replaces (`converged`: whether that search converged).
+// Charges every replay to `spent`.
 bool SecondStart(const Trace& trace, const Hardware& hardware,
                  int64_t budget_bytes, const AnytimeOptions& options,
                  Workers& workers, int64_t replays, std::vector<Plan>& starts,
-                 Plan& plan, SimulationResult& replay, int64_t& spent) {
+                 Plan& plan, SimulationResult& replay, int64_t& spent,
+                 bool& converged) {
   std::optional<size_t> fastest;
   SimulationResult start_replay;
   for (size_t i = 0; i < starts.size(); ++i) {
@@ -163,13 +179,15 @@ bool SecondStart(const Trace& trace, const Hardware& hardware,
   }
   if (!fastest) return false;
   Plan other = starts[*fastest];
-  spent += Polish(trace, hardware, budget_bytes,
-                  PolishFor(options, workers, replays), other, start_replay)
-               .replays;
+  const PolishResult polished =
+      Polish(trace, hardware, budget_bytes,
+             PolishFor(options, workers, replays), other, start_replay);
+  spent += polished.replays;
   const bool better = Faster(start_replay, replay);
   if (better) {
     std::swap(plan, other);
     std::swap(replay, start_replay);
+    converged = polished.converged;
   }
   starts[*fastest] = std::move(other);
   return better;
@@ -203,12 +221,19 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   std::optional<Workers> own;
   if (options.workers == nullptr) own.emplace(options.threads);
   Workers& workers = options.workers != nullptr ? *options.workers : *own;
+  // Whether the local search converged at `plan`. Another from the plan
+  // would replay a whole scan to keep nothing, unless more replays than it
+  // had left afford the pairs (small traces): it is not run; those replays
+  // go to the genetic rounds instead (docs/planner.md).
+  bool converged = false;
   const auto polish = [&](int64_t replays) {
+    if (converged) return;
     const SimulationResult before = replay;
     const PolishResult r =
         Polish(trace, hardware, budget_bytes,
                PolishFor(options, workers, replays), plan, replay);
     result.replays += r.replays;
+    converged = r.converged;
     if (Faster(replay, before)) result.improved = true;
   };
 
@@ -235,16 +260,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   // a plan that does not complete spends its budget making it complete,
   // change by change, and converges late from a worse start.
   if (!replay.feasible && options.genetic_first) {
-    std::vector<Plan> seeds = {plan};
-    seeds.insert(seeds.end(), starts.begin(), starts.end());
-    const GeneticResult found =
-        GeneticRound(trace, hardware, budget_bytes, options, workers, seeds,
-                     options.max_replays / 4, kGeneticFirstSeed);
+    const GeneticResult found = GeneticRound(
+        trace, hardware, budget_bytes, options, workers, Seeds(plan, starts),
+        options.max_replays / 4, kGeneticFirstSeed);
     result.replays += found.evaluations;
     if (found.replay.feasible) {
-      plan = found.best;
-      replay = found.replay;
-      replay.timeline.clear();
+      Adopt(found, plan, replay);
       result.improved = true;
       if (OnTarget(replay, options.target_ns)) return result;
     }
@@ -263,7 +284,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     const int64_t first = result.replays;
     if (options.second_start && options.max_replays - first > 2 * first) {
       if (SecondStart(trace, hardware, budget_bytes, options, workers, first,
-                      starts, plan, replay, result.replays)) {
+                      starts, plan, replay, result.replays, converged)) {
         result.improved = true;
       }
       if (OnTarget(replay, options.target_ns) || stopped()) return result;
@@ -278,8 +299,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     // replays is left.
     const int64_t left = options.max_replays - result.replays;
     if (left < kPopulation) break;
-    std::vector<Plan> seeds = {plan};
-    seeds.insert(seeds.end(), starts.begin(), starts.end());
+    const std::vector<Plan> seeds = Seeds(plan, starts);
     // Two thirds of what is left; a third while no plan completes: the
     // round's job is then to find one, and the local search from it needs
     // the rest to converge.
@@ -291,10 +311,9 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
                      evaluations, round);
     result.replays += found.evaluations;
     if (Faster(found.replay, replay)) {
-      plan = found.best;
-      replay = found.replay;
-      replay.timeline.clear();
+      Adopt(found, plan, replay);
       result.improved = true;
+      converged = false;
     }
     if (OnTarget(replay, options.target_ns) || stopped() || found.stopped) {
       break;

@@ -12,8 +12,9 @@
 //      best plan goes on (the local search from a plan that completes
 //      converges far sooner than one that must first make it complete);
 //   1. the improvement step (polish.h) from the plan, with a quarter of the
-//      budget, and where its plan then completes, on from it until no
-//      change improves it (a local optimum) or the budget is spent; then,
+//      budget, and where its plan then completes and it has not converged,
+//      on from it until no change improves it (a local optimum) or the
+//      budget is spent; then,
 //      where at least twice the replays it took are left, the improvement
 //      step from a second start with as many (a local search stays in its
 //      start's basin): the fastest of the portfolio below that completes,
@@ -25,7 +26,9 @@
 //      two thirds of what is left (a third while no plan completes: the
 //      local search from the first that does needs the rest) and stopping
 //      after max(60, a third of its generations) without a better plan;
-//   3. after each round, the improvement step from the best plan found;
+//   3. after each round, the improvement step from the best plan found,
+//      unless that is a plan the step converged at (PolishResult::
+//      converged: it would only replay a scan to keep nothing);
 //      another round, from the next seed, while a generation's worth of
 //      the budget (a population's replays) is left.
 // Each stage stops as soon as a plan completes within `target_ns`. The best

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <set>
 #include <vector>
 
 #include "base/workers.h"
 #include "planner/lower_bound.h"
 #include "planner/recompute_pass.h"
 #include "planner/replay_cost.h"
+#include "planner/trades.h"
 #include "simulator/schedule.h"
 
 namespace slackswap {
@@ -145,6 +147,24 @@ class Polisher {
   bool TradeScan(Plan& plan, SimulationResult& replay, PolishResult& result);
   // `plan` with `move` applied and every issue point back in its window.
   Plan Apply(const Plan& plan, const Move& move) const;
+  // A candidate that a move on tensor t makes (Apply) is the plan with t's
+  // decision and issue point set, the rest following from them: those two
+  // name it among the moves on the same plan.
+  int64_t CandidateKey(const Plan& candidate, int32_t t) const {
+    return (static_cast<int64_t>(t) * 3 +
+            static_cast<int64_t>(candidate.decisions[t])) *
+               (trace_.num_ops() + 1) +
+           candidate.prefetch_issue_op[t];
+  }
+  // Whether `candidate` (a move on t) was replayed against the plan as it
+  // is (after result.changes changes) and not kept: made by another move
+  // too, or tried after the last change of the scan before. A replay
+  // again would end the same.
+  bool KnownToFail(const Plan& candidate, int32_t t,
+                   const PolishResult& result) const {
+    return options_.skip_known_failures && result.changes == failed_changes_ &&
+           failed_.count(CandidateKey(candidate, t)) > 0;
+  }
 
   const Trace& trace_;
   const Hardware& hw_;
@@ -156,6 +176,10 @@ class Polisher {
   // this local search's scans of first improvements, and those kept.
   std::array<int64_t, kMoveKinds> tried_{};
   std::array<int64_t, kMoveKinds> kept_{};
+  // The candidates FirstImproving replayed against the plan after
+  // `failed_changes_` changes and did not keep (CandidateKey).
+  std::set<int64_t> failed_;
+  int32_t failed_changes_ = 0;
 };
 
 std::vector<Move> Polisher::Moves(const Plan& plan,
@@ -306,7 +330,12 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
     if (!improved) {
       // No single change helps: try two at once (one tensor takes another's
       // role), if the budget can scan them.
-      if (pairs || !TryPairs(plan, replay, swapped, cap, result)) break;
+      if (pairs || !TryPairs(plan, replay, swapped, cap, result)) {
+        // (Pairs cut short by the budget or a stop: not a local optimum.)
+        result.converged = !OutOfBudget() && !(options_.stop != nullptr &&
+                                               options_.stop->stopped());
+        break;
+      }
       pairs = true;
     }
     const std::vector<Move> moves = Moves(plan, replay);
@@ -396,7 +425,9 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
       Candidate& c = batch[i];
       c.changes =
           MakeCandidate(moves[m + i], plan, swapped, cap, c.plan, c.swapped);
-      if (c.changes)
+      // (One known to fail is not replayed; whether it is charged is
+      // decided below, in order.)
+      if (c.changes && !KnownToFail(c.plan, moves[m + i].tensor, result))
         c.replay = ReplayAgainst(trace_, hw_, c.plan, sim_, replay);
     };
     if (options_.workers != nullptr) {
@@ -408,12 +439,23 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
     for (size_t i = 0; i < batch.size() && !kept; ++i) {
       Candidate& c = batch[i];
       if (!c.changes) continue;
+      const int32_t t = moves[m + i].tensor;
+      const int kind = MoveKind(plan.decisions[t], moves[m + i]);
+      if (KnownToFail(c.plan, t, result)) {
+        ++tried_[kind];  // (as it would be, replayed again)
+        continue;
+      }
       if (OutOfBudget()) return true;
       spent_millis_ += ReplayCostMillis(trace_, c.replay);
-      const int kind =
-          MoveKind(plan.decisions[moves[m + i].tensor], moves[m + i]);
       ++tried_[kind];
-      if (!Better(c.replay, replay)) continue;
+      if (!Better(c.replay, replay)) {
+        if (failed_changes_ != result.changes) {
+          failed_.clear();
+          failed_changes_ = result.changes;
+        }
+        failed_.insert(CandidateKey(c.plan, t));
+        continue;
+      }
       ++kept_[kind];
       plan = std::move(c.plan);
       replay = std::move(c.replay);
@@ -505,111 +547,6 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
     }
   }
   return false;
-}
-
-// A trade: a kept tensor rebuilt instead, and rebuilt tensors kept instead
-// whose span between last forward and first backward use lies within its
-// own, as many as its bytes cover, the dearest per byte first. The forward
-// copies resident at every op are then no more bytes than before, and the
-// rebuilds take `gain_ns` less; the replay judges the rest (the new rebuild's
-// place and inputs, the prefetches around it).
-struct Trade {
-  int32_t dropped = -1;
-  std::vector<int32_t> kept;
-  int64_t gain_ns = 0;
-};
-
-// Whether making t rebuilt under `decisions` (t already marked) keeps every
-// rebuild chain through it within `limit` tensors: the most tensors one
-// rebuild must rebuild, itself included (PlanDraft::RebuildChainSize), among
-// t and the rebuilt tensors downstream of it. The walk is bounded: more than
-// 4 x limit rebuilt tensors downstream count as too long. `stamp` (one per
-// tensor, kept between calls) marks what a walk has seen.
-bool ChainsFit(const Trace& trace, const std::vector<Decision>& decisions,
-               int32_t t, int32_t limit, std::vector<uint32_t>& stamp,
-               uint32_t& walk) {
-  const auto rebuilt = [&](int32_t u) {
-    return decisions[u] == Decision::kRecompute;
-  };
-  const auto visit = [&](int32_t u) {
-    if (stamp[u] == walk) return false;
-    stamp[u] = walk;
-    return true;
-  };
-  // The chains that end at a rebuilt tensor with no rebuilt dependent hold
-  // every other chain through t.
-  ++walk;
-  std::vector<int32_t> stack = {t}, ends;
-  visit(t);
-  int32_t downstream = 0;
-  while (!stack.empty()) {
-    const int32_t x = stack.back();
-    stack.pop_back();
-    if (++downstream > 4 * limit) return false;
-    bool end = true;
-    for (int32_t d : trace.recompute_dependents.Row(x)) {
-      if (!rebuilt(d)) continue;
-      end = false;
-      if (visit(d)) stack.push_back(d);
-    }
-    if (end) ends.push_back(x);
-  }
-  for (int32_t end : ends) {
-    ++walk;
-    int32_t size = 0;
-    stack.assign(1, end);
-    visit(end);
-    while (!stack.empty()) {
-      const int32_t x = stack.back();
-      stack.pop_back();
-      if (++size > limit) return false;
-      for (int32_t input : trace.recompute_inputs.Row(x)) {
-        if (rebuilt(input) && visit(input)) stack.push_back(input);
-      }
-    }
-  }
-  return true;
-}
-
-std::vector<Trade> Trades(const Trace& trace, const Plan& plan) {
-  std::vector<int32_t> rebuilt;
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (plan.decisions[t] == Decision::kRecompute &&
-        trace.tensors[t].size_bytes > 0) {
-      rebuilt.push_back(t);
-    }
-  }
-  // Dearest per byte first.
-  std::stable_sort(rebuilt.begin(), rebuilt.end(), [&](int32_t a, int32_t b) {
-    return CheaperToRebuildPerByte(trace.tensors[b], trace.tensors[a]);
-  });
-  std::vector<Trade> trades;
-  for (int32_t d = 0; d < trace.num_tensors(); ++d) {
-    const Tensor& dropped = trace.tensors[d];
-    if (plan.decisions[d] != Decision::kKeep || dropped.size_bytes == 0 ||
-        dropped.recompute_forbidden) {
-      continue;
-    }
-    Trade trade{d, {}, -dropped.recompute_ns};
-    int64_t room = dropped.size_bytes;
-    for (int32_t k : rebuilt) {
-      const Tensor& kept = trace.tensors[k];
-      if (kept.last_forward_use < dropped.last_forward_use ||
-          kept.first_backward_use > dropped.first_backward_use ||
-          kept.size_bytes > room) {
-        continue;
-      }
-      room -= kept.size_bytes;
-      trade.kept.push_back(k);
-      trade.gain_ns += kept.recompute_ns;
-    }
-    if (trade.gain_ns > 0) trades.push_back(std::move(trade));
-  }
-  // The largest gain first; ties by the dropped tensor's id.
-  std::stable_sort(
-      trades.begin(), trades.end(),
-      [](const Trade& a, const Trade& b) { return a.gain_ns > b.gain_ns; });
-  return trades;
 }
 
 bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,

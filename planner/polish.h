@@ -20,6 +20,11 @@
 // where it improves the plan and no rebuild chain grows past the recompute
 // pass's limit (kMaxRebuildChain).
 //
+// A candidate replayed against the plan as it is and not kept is not
+// replayed again before the plan changes (two moves that make the same plan;
+// the moves after a scan's last change, met again at the start of the next):
+// the same changes for fewer replays.
+//
 // "Improves" orders plans as the genetic search does: a feasible plan beats
 // an infeasible one, a faster feasible plan a slower one, and among
 // infeasible plans the one whose replay got further (a later op, then a later
@@ -70,11 +75,22 @@ struct PolishOptions {
   // Once the plan completes, the kinds of move kept most often so far in
   // this search are tried first (off only to measure it).
   bool adaptive_order = true;
+  // A candidate already replayed against the plan as it is and not kept is
+  // not replayed (or charged) again: two moves that make the same plan, or
+  // a move tried after the last change of a scan, tried again in the next
+  // before any change. Its replay would end the same, so the search keeps
+  // the same changes for fewer replays (off only to measure it).
+  bool skip_known_failures = true;
 };
 
 struct PolishResult {
   int64_t replays = 0;  // their cost in replays, rounded up
   int32_t changes = 0;  // improvements kept
+  // The search ended at a local optimum: a scan kept nothing, and neither
+  // did the trades and the pairs where the replays left covered them.
+  // Another search from the plan with no more than those replays
+  // (max_replays - replays) keeps nothing either.
+  bool converged = false;
 };
 
 // Improves `plan` (valid for the trace, hardware and barrier setting) and

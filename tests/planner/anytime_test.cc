@@ -91,31 +91,28 @@ TEST(AnytimeSearchTest, ASecondStartLeavesTheFirstLocalOptimum) {
   EXPECT_LT(two, one - one / 100) << one << " -> " << two;
 }
 
-// At 2% on seed 1604 neither the passes' plan nor the plan that frees
-// everything completes. Without the genetic round first, the local search
-// spends a quarter of the budget making the plan complete, change by
-// change, and the rest converges from a worse start: slower by more than 3%.
+// At its floor on seed 2404 neither the passes' plan nor the plan that
+// frees everything completes. Without the genetic round first, the local
+// search spends a quarter of the budget making the plan complete, change by
+// change, and the rest converges from a worse start: slower by more than 5%.
 TEST(AnytimeSearchTest, WhereNoStartCompletesAGeneticRoundRunsFirst) {
-  const UplinkCase c = UplinkDag(1604, 2);
+  const UplinkCase c = UplinkDag(2404, 0);
   PlannerOptions passes;
   passes.search_time_ms = 0;
   ASSERT_FALSE(PlanSlackSwap(c.trace, c.hardware, c.budget, passes)->feasible);
-  AnytimeOptions options;
-  // (The case is one for the local search's fixed order of moves.)
-  options.adaptive_order = false;
   const auto [without, with] =
-      Stage(c, options, &AnytimeOptions::genetic_first);
-  EXPECT_LT(with, without - without * 3 / 100) << without << " -> " << with;
+      Stage(c, AnytimeOptions(), &AnytimeOptions::genetic_first);
+  EXPECT_LT(with, without - without * 5 / 100) << without << " -> " << with;
 }
 
-// At 10% on seed 2403 the local search starts from the plan that frees
-// everything and is still improving it when the budget ends. With the kinds
-// of move kept most often tried first, it gets further: faster by more than
-// 3%, within the same budget.
+// At 10% on seed 1203, with the moves in their fixed order the local search
+// converges early at a local optimum the genetic rounds do not leave. With
+// the kinds of move kept most often tried first it takes another path, still
+// improving the plan when the budget ends: faster by more than 2%.
 TEST(AnytimeSearchTest, TheMovesKeptMostOftenAreTriedFirst) {
-  const auto [fixed, adaptive] = Stage(UplinkDag(2403, 10), AnytimeOptions(),
+  const auto [fixed, adaptive] = Stage(UplinkDag(1203, 10), AnytimeOptions(),
                                        &AnytimeOptions::adaptive_order);
-  EXPECT_LT(adaptive, fixed - fixed * 3 / 100) << fixed << " -> " << adaptive;
+  EXPECT_LT(adaptive, fixed - fixed * 2 / 100) << fixed << " -> " << adaptive;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "simulator/hardware.h"
 #include "simulator/trace_spec.h"
 #include "simulator/trace_validation.h"
+#include "tests/planner/medium_cases.h"
 
 namespace slackswap {
 namespace {
@@ -61,6 +62,85 @@ Hardware TradeHardware() {
   h.matmul_flops_per_second = 1'000'000'000'000;
   h.hbm_bytes_per_second = 1'000'000'000'000;
   return h;
+}
+
+// A medium DAG near its floor and SlackSwap's passes' plan (repaired, not
+// improved): a start the improvement step changes many times.
+struct Start {
+  testing::MediumCase c;
+  Plan plan;
+  SimulationResult replay;
+};
+Start DagStart(uint64_t seed, int32_t max_tensors, int64_t percent) {
+  Start s{
+      testing::MakeMediumCase(MediumShape::kDag, seed, max_tensors, percent)};
+  const PlanningResult passes = testing::PassesPlan(s.c, /*polish=*/false);
+  s.plan = passes.plan;
+  s.replay = passes.replay;
+  s.replay.timeline.clear();
+  return s;
+}
+
+bool SamePlan(const Plan& a, const Plan& b) {
+  return a.decisions == b.decisions &&
+         a.prefetch_issue_op == b.prefetch_issue_op;
+}
+
+// A candidate the search has replayed against the plan as it is and not
+// kept is not replayed again (a move after the last change of a scan, tried
+// again at the start of the next; two moves that make the same plan): the
+// same changes, for fewer replays.
+TEST(PolishTest, ACandidateKnownToFailIsNotReplayedAgain) {
+  Start skipping = DagStart(10, 60, 10);
+  Start again = DagStart(10, 60, 10);
+  ASSERT_TRUE(skipping.replay.feasible);
+  PolishOptions options;
+  options.max_replays = 600;  // first improvements: 4 x the moves is more
+  const PolishResult skipped =
+      Polish(skipping.c.trace, skipping.c.hardware, skipping.c.budget, options,
+             skipping.plan, skipping.replay);
+  options.skip_known_failures = false;
+  const PolishResult replayed =
+      Polish(again.c.trace, again.c.hardware, again.c.budget, options,
+             again.plan, again.replay);
+  EXPECT_GE(skipped.changes, 2);
+  EXPECT_EQ(skipped.changes, replayed.changes);
+  EXPECT_TRUE(SamePlan(skipping.plan, again.plan));
+  EXPECT_EQ(skipping.replay.iteration_ns, again.replay.iteration_ns);
+  EXPECT_TRUE(skipped.converged);
+  EXPECT_TRUE(replayed.converged);
+  EXPECT_LT(skipped.replays, replayed.replays);
+}
+
+// Converged means a local optimum: another search from its plan, with no
+// more replays, keeps nothing (the anytime search does not run it). A
+// search that ran out of budget has not converged.
+TEST(PolishTest, FromALocalOptimumAnotherSearchKeepsNothing) {
+  Start s = DagStart(10, 60, 10);
+  PolishOptions options;
+  options.max_replays = 600;
+  const PolishResult first =
+      Polish(s.c.trace, s.c.hardware, s.c.budget, options, s.plan, s.replay);
+  ASSERT_TRUE(first.converged);
+  ASSERT_GE(first.changes, 1);
+  const Plan optimum = s.plan;
+  const int64_t optimum_ns = s.replay.iteration_ns;
+  options.max_replays = 600 - first.replays;
+  const PolishResult second =
+      Polish(s.c.trace, s.c.hardware, s.c.budget, options, s.plan, s.replay);
+  EXPECT_EQ(second.changes, 0);
+  EXPECT_TRUE(second.converged);
+  EXPECT_GT(second.replays, 0);
+  EXPECT_TRUE(SamePlan(s.plan, optimum));
+  EXPECT_EQ(s.replay.iteration_ns, optimum_ns);
+
+  Start cut = DagStart(3, 60, 10);
+  options.max_replays = 300;
+  const PolishResult spent = Polish(cut.c.trace, cut.c.hardware, cut.c.budget,
+                                    options, cut.plan, cut.replay);
+  EXPECT_GE(spent.changes, 1);
+  EXPECT_EQ(spent.replays, options.max_replays);
+  EXPECT_FALSE(spent.converged);
 }
 
 TEST(PolishTest, TradesAKeptTensorForTheDearRebuildsInsideItsSpan) {

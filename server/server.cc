@@ -220,9 +220,15 @@ std::shared_ptr<grpc::Channel> PlanningServer::InProcessChannel() {
   return server_->InProcessChannel(args);
 }
 
-// How long a draining server waits after the last call it refused before
-// it shuts down: longer than a client's round trip on a local network.
+// How long a draining server waits, once its calls in flight are done, for
+// a moment with no call for this long (refused ones count) before it shuts
+// down: longer than a client's round trip on a local network, so that a
+// client whose call just ended and calls again is refused, not cancelled.
+// But clients that do not know of the drain (a static address list, no
+// endpoint removal) go on calling: it waits at most kDrainQuietMax, then
+// shuts down, and its GOAWAY moves them to the other replicas.
 constexpr absl::Duration kDrainQuiet = absl::Milliseconds(100);
+constexpr absl::Duration kDrainQuietMax = absl::Milliseconds(300);
 
 void PlanningServer::Drain(absl::Duration grace) {
   if (drained_) return;
@@ -233,13 +239,18 @@ void PlanningServer::Drain(absl::Duration grace) {
   // gRPC's shutdown ends a call that arrives while it runs, before the
   // client has its GOAWAY, with CANCELLED, which clients do not retry. So the
   // service refuses new calls itself first, with UNAVAILABLE (retried), and
-  // the shutdown starts once the calls in flight are done and none has
-  // arrived for kDrainQuiet, or when the grace ends.
+  // the shutdown starts once the calls in flight are done and then none has
+  // arrived for kDrainQuiet (or kDrainQuietMax has passed), or when the
+  // grace ends.
   const absl::Time deadline = absl::Now() + grace;
   service_->StopAdmitting();
-  while (absl::Now() < deadline &&
-         (service_->inflight() > 0 ||
-          absl::Now() - service_->last_arrival() < kDrainQuiet)) {
+  while (absl::Now() < deadline && service_->inflight() > 0) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  const absl::Time done = absl::Now();
+  const absl::Time quiet_by = std::min(deadline, done + kDrainQuietMax);
+  while (absl::Now() < quiet_by &&
+         absl::Now() - std::max(done, service_->last_arrival()) < kDrainQuiet) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   server_->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now())));

@@ -500,6 +500,48 @@ class LimitsTest(unittest.TestCase):
         server.proc.stdout.close()
         self.assertIn("draining", output)
 
+    def test_a_drain_under_endless_calls_ends_long_before_its_grace(self):
+        # Clients that do not know of the drain (a static address list) keep
+        # calling: each call is refused, and the server still shuts down soon
+        # after its calls in flight are done (then its GOAWAY moves them on),
+        # not when its 30 s grace ends.
+        import grpc
+        from slackswap.v1 import service_pb2_grpc
+        server = Server("--grace", "30s")
+        channel = server.channel()
+        stub = service_pb2_grpc.PlannerServiceStub(channel)
+        generated_trace(stub, layers=1)
+        refused = []
+        done = threading.Event()
+
+        def caller():
+            while not done.is_set():
+                try:
+                    generated_trace(stub, layers=1)
+                except grpc.RpcError as e:
+                    if "draining" in (e.details() or ""):
+                        refused.append(e.code())
+                time.sleep(0.01)
+
+        threads = [threading.Thread(target=caller) for _ in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        sigterm_at = time.time()
+        server.proc.send_signal(signal.SIGTERM)
+        try:
+            exit_code = server.proc.wait(timeout=40)
+            exited_after = time.time() - sigterm_at
+        finally:
+            done.set()
+            for t in threads:
+                t.join()
+            channel.close()
+        self.assertEqual(exit_code, 0)
+        self.assertGreater(len(refused), 0)
+        self.assertEqual(set(refused), {grpc.StatusCode.UNAVAILABLE})
+        self.assertLess(exited_after, 10)
+
 
 if __name__ == "__main__":
     e2e_test.main()

@@ -76,6 +76,18 @@ def trace_pb2_from(data):
     return trace_pb2.Trace.FromString(data)
 
 
+def sigterm_under(server, caller, count, after):
+    """Starts `count` threads running `caller`, sends the server SIGTERM
+    `after` seconds later, and returns the threads and when it was sent."""
+    threads = [threading.Thread(target=caller) for _ in range(count)]
+    for t in threads:
+        t.start()
+    time.sleep(after)
+    sigterm_at = time.time()
+    server.proc.send_signal(signal.SIGTERM)
+    return threads, sigterm_at
+
+
 class LimitsTest(unittest.TestCase):
     def test_overload_is_refused_fast_and_accepted_calls_succeed(self):
         import grpc
@@ -465,12 +477,7 @@ class LimitsTest(unittest.TestCase):
                 if code != grpc.StatusCode.OK:
                     return
 
-        threads = [threading.Thread(target=caller) for _ in range(4)]
-        for t in threads:
-            t.start()
-        time.sleep(1.5)
-        sigterm_at = time.time()
-        server.proc.send_signal(signal.SIGTERM)
+        threads, sigterm_at = sigterm_under(server, caller, 4, after=1.5)
         # While the calls in flight finish, the server refuses new ones itself,
         # with a retryable UNAVAILABLE that says why (gRPC's own shutdown would
         # end them CANCELLED).
@@ -523,12 +530,7 @@ class LimitsTest(unittest.TestCase):
                         refused.append(e.code())
                 time.sleep(0.01)
 
-        threads = [threading.Thread(target=caller) for _ in range(2)]
-        for t in threads:
-            t.start()
-        time.sleep(0.5)
-        sigterm_at = time.time()
-        server.proc.send_signal(signal.SIGTERM)
+        threads, sigterm_at = sigterm_under(server, caller, 2, after=0.5)
         try:
             exit_code = server.proc.wait(timeout=40)
             exited_after = time.time() - sigterm_at

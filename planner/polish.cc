@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "base/workers.h"
-#include "planner/lower_bound.h"
 #include "planner/recompute_pass.h"
 #include "planner/replay_cost.h"
 #include "planner/trades.h"

@@ -10,9 +10,19 @@
 #include "planner/polish.h"
 #include "planner/replay_cost.h"
 #include "simulator/schedule.h"
+#include "simulator/splitmix.h"
 
 namespace slackswap {
 namespace {
+
+// The kicks of step 4: each sets 2 to kKickChanges tensors within
+// kKickRadius (in tensor order) of a tensor drawn at random to other
+// decisions, and the local search that follows moves only the tensors
+// within kFocusRadius of it, with at most kKickReplays replays.
+constexpr int32_t kKickChanges = 6;
+constexpr int32_t kKickRadius = 3;
+constexpr int32_t kFocusRadius = 8;
+constexpr int64_t kKickReplays = 200;
 
 // The genetic search stops after this many generations without a better
 // plan, or a third of the generations its budget allows if more: on small
@@ -23,6 +33,8 @@ constexpr int32_t kPopulation = 48;
 // The seed of the genetic round that runs first where no start completes
 // (the later rounds draw from 1, 2, ...).
 constexpr uint64_t kGeneticFirstSeed = 1000;
+// The kicks' random draws (step 4).
+constexpr uint64_t kKicksSeed = 2000;
 
 // a is a better replay than b: feasible first, then faster.
 bool Faster(const SimulationResult& a, const SimulationResult& b) {
@@ -193,6 +205,144 @@ bool SecondStart(const Trace& trace, const Hardware& hardware,
   return better;
 }
 
+// Step 0, where `replay` does not complete. True where the search ends
+// there (on target, or stopped).
+bool StepZero(const Trace& trace, const Hardware& hardware,
+              int64_t budget_bytes, const AnytimeOptions& options,
+              Workers& workers, bool freeing_last, std::vector<Plan>& starts,
+              Plan& plan, SimulationResult& replay, AnytimeResult& result) {
+  // The local search starts from the plan that frees everything (the
+  // portfolio's last) where that one completes; the plan so far takes its
+  // place in the portfolio.
+  if (freeing_last) {
+    SimulationResult r =
+        Replay(trace, hardware, budget_bytes, options, starts.back());
+    ++result.replays;
+    if (r.feasible) {
+      std::swap(plan, starts.back());
+      replay = std::move(r);
+      result.improved = true;
+      return OnTarget(replay, options.target_ns);
+    }
+  }
+  // Still none: first a genetic round from the plan and the portfolio, with
+  // a quarter of the budget (as step 2's, ending on the target or when it
+  // stalls), and the local search from its best plan. The local search from
+  // a plan that does not complete spends its budget making it complete,
+  // change by change, and converges late from a worse start.
+  if (!options.genetic_first) return false;
+  const GeneticResult found = GeneticRound(
+      trace, hardware, budget_bytes, options, workers, Seeds(plan, starts),
+      options.max_replays / 4, kGeneticFirstSeed);
+  result.replays += found.evaluations;
+  if (found.replay.feasible) {
+    Adopt(found, plan, replay);
+    result.improved = true;
+    if (OnTarget(replay, options.target_ns)) return true;
+  }
+  return (options.stop != nullptr && options.stop->stopped()) || found.stopped;
+}
+
+// `plan` kicked: 2 to kKickChanges tensors near a random one get another
+// decision (a swap the host's pinned memory would not hold is skipped), new
+// swaps prefetched at their need, every issue point back in its window.
+// Sets `center` to the tensor drawn.
+Plan Kicked(const Trace& trace, const Hardware& hardware,
+            const AnytimeOptions& options,
+            const std::vector<int32_t>& run_start, const Plan& plan,
+            SplitMix64& random, int32_t& center) {
+  const int32_t n = trace.num_tensors();
+  Plan next = plan;
+  int64_t swapped = SwappedBytes(trace, plan);
+  center = static_cast<int32_t>(random.Int(0, n - 1));
+  const int64_t changes = random.Int(2, kKickChanges);
+  for (int64_t i = 0; i < changes; ++i) {
+    const int32_t t = static_cast<int32_t>(std::clamp<int64_t>(
+        center + random.Int(-kKickRadius, kKickRadius), 0, n - 1));
+    const Tensor& tensor = trace.tensors[t];
+    // One of the two other decisions.
+    const auto d = static_cast<Decision>(
+        (static_cast<int>(next.decisions[t]) + random.Int(1, 2)) % 3);
+    if ((d == Decision::kSwap && tensor.swap_forbidden) ||
+        (d == Decision::kRecompute && tensor.recompute_forbidden)) {
+      continue;
+    }
+    const int64_t after =
+        swapped -
+        (next.decisions[t] == Decision::kSwap ? tensor.size_bytes : 0) +
+        (d == Decision::kSwap ? tensor.size_bytes : 0);
+    if (hardware.host_pinned_memory_bytes > 0 &&
+        after > hardware.host_pinned_memory_bytes) {
+      continue;
+    }
+    swapped = after;
+    next.decisions[t] = d;
+  }
+  const std::vector<int32_t> need = DeriveNeeds(trace, next.decisions);
+  for (int32_t t = 0; t < n; ++t) {
+    if (next.decisions[t] != Decision::kSwap) {
+      next.prefetch_issue_op[t] = 0;
+      continue;
+    }
+    const int32_t earliest = trace.tensors[t].last_forward_use + 1;
+    const int32_t latest = std::max(
+        earliest, options.per_layer_barriers ? run_start[need[t]] : need[t]);
+    const int32_t issue = plan.decisions[t] == Decision::kSwap
+                              ? next.prefetch_issue_op[t]
+                              : latest;
+    next.prefetch_issue_op[t] = std::clamp(issue, earliest, latest);
+  }
+  return next;
+}
+
+// Step 4: kicks from `plan` (which completes), each followed by the local
+// search near the tensors it changed; a kicked plan that then beats `plan`
+// replaces it. While the budget has a replay for the kick and one for the
+// search after it; charges every replay to `spent`. True where a kick improved
+// the plan.
+bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
+           const AnytimeOptions& options, Workers& workers, Plan& plan,
+           SimulationResult& replay, int64_t& spent) {
+  const int32_t n = trace.num_tensors();
+  if (n == 0) return false;
+  const std::vector<int32_t> run_start = BlockRunStarts(trace);
+  SplitMix64 random(kKicksSeed);
+  bool improved = false;
+  // Kicks in a row that changed nothing (every tensor near the one drawn
+  // has its decision fixed): after this many, no kick would.
+  constexpr int32_t kMaxIdleKicks = 64;
+  int32_t idle = 0;
+  for (int64_t left = options.max_replays - spent;
+       left > 1 && idle < kMaxIdleKicks; left = options.max_replays - spent) {
+    if (options.stop != nullptr && options.stop->StopNow()) break;
+    int32_t center = 0;
+    Plan next =
+        Kicked(trace, hardware, options, run_start, plan, random, center);
+    if (next.decisions == plan.decisions) {
+      ++idle;
+      continue;
+    }
+    idle = 0;
+    SimulationResult kicked =
+        Replay(trace, hardware, budget_bytes, options, next);
+    ++spent;
+    PolishOptions local =
+        PolishFor(options, workers, std::min(left - 1, kKickReplays));
+    local.focus.assign(n, false);
+    for (int32_t t = std::max(0, center - kFocusRadius);
+         t <= std::min(n - 1, center + kFocusRadius); ++t) {
+      local.focus[t] = true;
+    }
+    spent += Polish(trace, hardware, budget_bytes, local, next, kicked).replays;
+    if (!Faster(kicked, replay)) continue;
+    plan = std::move(next);
+    replay = std::move(kicked);
+    improved = true;
+    if (OnTarget(replay, options.target_ns)) break;
+  }
+  return improved;
+}
+
 }  // namespace
 
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
@@ -237,39 +387,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     if (Faster(replay, before)) result.improved = true;
   };
 
-  // Without a plan that completes, the local search starts from the plan
-  // that frees everything (the portfolio's last) where that one completes;
-  // the plan so far takes its place in the portfolio.
   bool freeing_last = false;
   std::vector<Plan> starts = Portfolio(trace, hardware, options, freeing_last);
-  if (!replay.feasible && freeing_last) {
-    SimulationResult r =
-        Replay(trace, hardware, budget_bytes, options, starts.back());
-    ++result.replays;
-    if (r.feasible) {
-      std::swap(plan, starts.back());
-      replay = std::move(r);
-      result.improved = true;
-      if (OnTarget(replay, options.target_ns)) return result;
-    }
-  }
-
-  // Still none: first a genetic round from the plan and the portfolio, with
-  // a quarter of the budget (as step 2's, ending on the target or when it
-  // stalls), and the local search from its best plan. The local search from
-  // a plan that does not complete spends its budget making it complete,
-  // change by change, and converges late from a worse start.
-  if (!replay.feasible && options.genetic_first) {
-    const GeneticResult found = GeneticRound(
-        trace, hardware, budget_bytes, options, workers, Seeds(plan, starts),
-        options.max_replays / 4, kGeneticFirstSeed);
-    result.replays += found.evaluations;
-    if (found.replay.feasible) {
-      Adopt(found, plan, replay);
-      result.improved = true;
-      if (OnTarget(replay, options.target_ns)) return result;
-    }
-    if (stopped() || found.stopped) return result;
+  if (!replay.feasible &&
+      StepZero(trace, hardware, budget_bytes, options, workers, freeing_last,
+               starts, plan, replay, result)) {
+    return result;
   }
 
   // 1. Local search from the plan: a quarter of the budget; once a plan
@@ -321,6 +444,14 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     // 3. Local search from the best plan found, with what is left.
     polish(std::max<int64_t>(options.max_replays - result.replays, 0));
     if (OnTarget(replay, options.target_ns) || stopped()) break;
+    // 4. From the second round on, kicks with all that is left.
+    if (options.kicks && round >= 2 && replay.feasible) {
+      if (Kicks(trace, hardware, budget_bytes, options, workers, plan, replay,
+                result.replays)) {
+        result.improved = true;
+      }
+      break;
+    }
   }
   return result;
 }

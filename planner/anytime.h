@@ -30,7 +30,13 @@
 //      unless that is a plan the step converged at (PolishResult::
 //      converged: it would only replay a scan to keep nothing);
 //      another round, from the next seed, while a generation's worth of
-//      the budget (a population's replays) is left.
+//      the budget (a population's replays) is left;
+//   4. from the second round's step 3 on, where the plan completes, kicks
+//      with all that is left instead of more rounds (an iterated local
+//      search): a few tensors near one drawn at random get other decisions,
+//      the improvement step runs from there on the tensors near it alone
+//      (PolishOptions::focus), and the result replaces the plan where it is
+//      faster.
 // Each stage stops as soon as a plan completes within `target_ns`. The best
 // plan found is kept; a feasible plan is never traded for a slower one.
 //
@@ -92,6 +98,8 @@ struct AnytimeOptions {
   // where no start completes (off only to measure them).
   bool second_start = true;
   bool genetic_first = true;
+  // Step 4's kicks (off only to measure them).
+  bool kicks = true;
   // The local search's adaptive order of moves (PolishOptions::
   // adaptive_order; off only to measure it).
   bool adaptive_order = true;

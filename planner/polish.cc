@@ -185,7 +185,10 @@ std::vector<Move> Polisher::Moves(const Plan& plan,
                                   const SimulationResult& replay) const {
   std::vector<int32_t> order;
   for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
-    if (trace_.tensors[t].size_bytes > 0) order.push_back(t);
+    if (trace_.tensors[t].size_bytes > 0 &&
+        (options_.focus.empty() || options_.focus[t])) {
+      order.push_back(t);
+    }
   }
   // Group, then key within the group; ties by tensor id.
   auto group = [&](int32_t t) {
@@ -321,7 +324,7 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
     // change: a single change cannot make them (keeping a rebuilt tensor
     // alone needs memory the plan does not have; rebuilding a kept one alone
     // only adds time).
-    if (replay.feasible && !traded) {
+    if (replay.feasible && !traded && options_.focus.empty()) {
       traded = true;
       if (TradeScan(plan, replay, result)) improved = true;
       if (OutOfBudget() || OnTarget(replay)) break;
@@ -329,7 +332,8 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
     if (!improved) {
       // No single change helps: try two at once (one tensor takes another's
       // role), if the budget can scan them.
-      if (pairs || !TryPairs(plan, replay, swapped, cap, result)) {
+      if (pairs || !options_.focus.empty() ||
+          !TryPairs(plan, replay, swapped, cap, result)) {
         // (Pairs cut short by the budget or a stop: not a local optimum.)
         result.converged = !OutOfBudget() && !(options_.stop != nullptr &&
                                                options_.stop->stopped());

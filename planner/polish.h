@@ -25,6 +25,10 @@
 // the moves after a scan's last change, met again at the start of the next):
 // the same changes for fewer replays.
 //
+// With a focus (PolishOptions::focus), only the tensors in it are moved,
+// and neither trades nor pairs are tried: the anytime search's kicks
+// (anytime.h) repair the plan near the tensors they changed.
+//
 // "Improves" orders plans as the genetic search does: a feasible plan beats
 // an infeasible one, a faster feasible plan a slower one, and among
 // infeasible plans the one whose replay got further (a later op, then a later
@@ -47,6 +51,7 @@
 #define SLACKSWAP_PLANNER_POLISH_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "base/workers.h"
 #include "planner/planner_options.h"
@@ -81,6 +86,10 @@ struct PolishOptions {
   // before any change. Its replay would end the same, so the search keeps
   // the same changes for fewer replays (off only to measure it).
   bool skip_known_failures = true;
+  // Where not empty (one flag per tensor): only moves on the flagged
+  // tensors, and neither trades nor pairs; the search converges when a scan
+  // of those moves keeps nothing (the anytime search's kicks, anytime.h).
+  std::vector<bool> focus;
 };
 
 struct PolishResult {

@@ -115,5 +115,14 @@ TEST(AnytimeSearchTest, TheMovesKeptMostOftenAreTriedFirst) {
   EXPECT_LT(adaptive, fixed - fixed * 2 / 100) << fixed << " -> " << adaptive;
 }
 
+// At 2% on seed 1226 the genetic rounds after the second find little. Kicks
+// instead (a few tensors near one changed at once, then the local search
+// near them) leave the local optimum: faster by more than 3%.
+TEST(AnytimeSearchTest, KicksLeaveTheGeneticRoundsLocalOptimum) {
+  const auto [rounds, kicks] =
+      Stage(UplinkDag(1226, 2), AnytimeOptions(), &AnytimeOptions::kicks);
+  EXPECT_LT(kicks, rounds - rounds * 3 / 100) << rounds << " -> " << kicks;
+}
+
 }  // namespace
 }  // namespace slackswap

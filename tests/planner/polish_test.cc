@@ -112,6 +112,45 @@ TEST(PolishTest, ACandidateKnownToFailIsNotReplayedAgain) {
   EXPECT_LT(skipped.replays, replayed.replays);
 }
 
+// A search with a focus changes the decisions of the tensors in it alone,
+// and converges once a scan of their moves keeps nothing: from the passes'
+// plan it improves the plan within the focus, and the unfocused search from
+// that plan still finds changes outside it.
+TEST(PolishTest, AFocusedSearchChangesOnlyTheTensorsInItsFocus) {
+  Start s = DagStart(10, 60, 10);
+  ASSERT_TRUE(s.replay.feasible);
+  const int32_t n = s.c.trace.num_tensors();
+  PolishOptions options;
+  options.max_replays = 600;
+  options.focus.assign(n, false);
+  for (int32_t t = 20; t < 36; ++t) options.focus[t] = true;
+  const Plan start = s.plan;
+  const int64_t start_ns = s.replay.iteration_ns;
+  const PolishResult focused =
+      Polish(s.c.trace, s.c.hardware, s.c.budget, options, s.plan, s.replay);
+  EXPECT_GE(focused.changes, 1);
+  EXPECT_TRUE(focused.converged);
+  EXPECT_LT(s.replay.iteration_ns, start_ns);
+  int32_t changed = 0;
+  for (int32_t t = 0; t < n; ++t) {
+    if (s.plan.decisions[t] == start.decisions[t]) continue;
+    EXPECT_TRUE(options.focus[t]) << "tensor " << t;
+    ++changed;
+  }
+  EXPECT_GE(changed, 1);
+  const Plan local = s.plan;
+  options.focus.clear();
+  const PolishResult everywhere =
+      Polish(s.c.trace, s.c.hardware, s.c.budget, options, s.plan, s.replay);
+  EXPECT_GE(everywhere.changes, 1);
+  bool outside = false;
+  for (int32_t t = 0; t < n; ++t) {
+    if (t >= 20 && t < 36) continue;
+    outside = outside || s.plan.decisions[t] != local.decisions[t];
+  }
+  EXPECT_TRUE(outside);
+}
+
 // Converged means a local optimum: another search from its plan, with no
 // more replays, keeps nothing (the anytime search does not run it). A
 // search that ran out of budget has not converged.

@@ -328,6 +328,10 @@ bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
     ++spent;
     PolishOptions local =
         PolishFor(options, workers, std::min(left - 1, kKickReplays));
+    // On the caller's thread: a few moves per scan, each batch too small
+    // for a second thread to gain what waking it costs (the same changes
+    // on any number of threads, polish.h).
+    local.workers = nullptr;
     local.focus.assign(n, false);
     for (int32_t t = std::max(0, center - kFocusRadius);
          t <= std::min(n - 1, center + kFocusRadius); ++t) {

@@ -53,6 +53,8 @@ bool CheaperToRebuildPerByte(const Tensor& a, const Tensor& b);
 // O(ops + tensors + uses) plus O(k log k) for each of the (at most 16) most
 // constrained ops, where k is the number of tensors live there; where k <= 64,
 // a branch and bound of at most 16,384 nodes of O(k) each.
+// Polls the thread's stop function (base/stop.h) before each op's knapsack:
+// once it says stop, the bound of the ops so far (weaker, still a bound).
 LowerBound ComputeLowerBound(const Trace& trace, const Hardware& hardware,
                              int64_t budget_bytes);
 

@@ -249,7 +249,7 @@ bool StepZero(const Trace& trace, const Hardware& hardware,
 // Sets `center` to the tensor drawn.
 Plan Kicked(const Trace& trace, const Hardware& hardware,
             const AnytimeOptions& options,
-            const std::vector<int32_t>& run_start, const Plan& plan,
+            const std::vector<int32_t>& run_starts, const Plan& plan,
             SplitMix64& random, int32_t& center) {
   const int32_t n = trace.num_tensors();
   Plan next = plan;
@@ -284,13 +284,12 @@ Plan Kicked(const Trace& trace, const Hardware& hardware,
       next.prefetch_issue_op[t] = 0;
       continue;
     }
-    const int32_t earliest = trace.tensors[t].last_forward_use + 1;
-    const int32_t latest = std::max(
-        earliest, options.per_layer_barriers ? run_start[need[t]] : need[t]);
-    const int32_t issue = plan.decisions[t] == Decision::kSwap
-                              ? next.prefetch_issue_op[t]
-                              : latest;
-    next.prefetch_issue_op[t] = std::clamp(issue, earliest, latest);
+    const IssueWindow window = IssueWindowOf(
+        trace, t, need[t], options.per_layer_barriers, run_starts);
+    // A new swap is prefetched at its need.
+    next.prefetch_issue_op[t] = window.Clamp(
+        plan.decisions[t] == Decision::kSwap ? next.prefetch_issue_op[t]
+                                             : window.latest);
   }
   return next;
 }
@@ -305,7 +304,7 @@ bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
            SimulationResult& replay, int64_t& spent) {
   const int32_t n = trace.num_tensors();
   if (n == 0) return false;
-  const std::vector<int32_t> run_start = BlockRunStarts(trace);
+  const std::vector<int32_t> run_starts = BlockRunStarts(trace);
   SplitMix64 random(kKicksSeed);
   bool improved = false;
   // Kicks in a row that changed nothing (every tensor near the one drawn
@@ -317,7 +316,7 @@ bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
     if (options.stop != nullptr && options.stop->StopNow()) break;
     int32_t center = 0;
     Plan next =
-        Kicked(trace, hardware, options, run_start, plan, random, center);
+        Kicked(trace, hardware, options, run_starts, plan, random, center);
     if (next.decisions == plan.decisions) {
       ++idle;
       continue;

@@ -35,7 +35,7 @@ class Search {
       : trace_(trace),
         hw_(hardware),
         options_(options),
-        run_start_(BlockRunStarts(trace)),
+        run_starts_(BlockRunStarts(trace)),
         rng_(options.seed) {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
@@ -60,7 +60,7 @@ class Search {
   const Trace& trace_;
   const Hardware& hw_;
   const GeneticOptions& options_;
-  const std::vector<int32_t> run_start_;
+  const std::vector<int32_t> run_starts_;
   SimulationOptions sim_;
   std::vector<int32_t> mutable_;
   std::mt19937_64 rng_;
@@ -94,11 +94,10 @@ void Search::Normalize(Plan& plan) const {
       plan.prefetch_issue_op[t] = 0;
       continue;
     }
-    const int32_t earliest = trace_.tensors[t].last_forward_use + 1;
-    const int32_t latest =
-        options_.per_layer_barriers ? run_start_[need[t]] : need[t];
     plan.prefetch_issue_op[t] =
-        std::clamp(plan.prefetch_issue_op[t], earliest, latest);
+        IssueWindowOf(trace_, t, need[t], options_.per_layer_barriers,
+                      run_starts_)
+            .Clamp(plan.prefetch_issue_op[t]);
   }
 }
 

@@ -111,12 +111,10 @@ void PlaceSwaps(const Trace& trace, const Hardware& hw,
                                               latest_start) -
                              start.begin()) -
         1;
-    const int32_t earliest = tensor.last_forward_use + 1;
-    const int32_t latest = barriers ? run_start[need] : need;
+    const IssueWindow window =
+        IssueWindowOf(trace, t, need, barriers, run_start);
     const int32_t issue =
-        issue_at_need[t]
-            ? latest
-            : std::clamp(by_time, earliest, std::max(earliest, latest));
+        issue_at_need[t] ? window.latest : window.Clamp(by_time);
     draft.SetSwap(t, forward_free[t], issue);
   }
 }

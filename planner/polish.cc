@@ -74,7 +74,7 @@ class Polisher {
       : trace_(trace),
         hw_(hardware),
         options_(options),
-        run_start_(BlockRunStarts(trace)) {
+        run_starts_(BlockRunStarts(trace)) {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
     sim_.prefetch_admission = options.prefetch_admission;
@@ -115,10 +115,9 @@ class Polisher {
   // The window of t's issue point under `need`.
   std::pair<int32_t, int32_t> Window(int32_t t,
                                      const std::vector<int32_t>& need) const {
-    const int32_t earliest = trace_.tensors[t].last_forward_use + 1;
-    const int32_t latest =
-        options_.per_layer_barriers ? run_start_[need[t]] : need[t];
-    return {earliest, std::max(earliest, latest)};
+    const IssueWindow w = IssueWindowOf(
+        trace_, t, need[t], options_.per_layer_barriers, run_starts_);
+    return {w.earliest, std::max(w.earliest, w.latest)};
   }
   std::vector<Move> Moves(const Plan& plan,
                           const SimulationResult& replay) const;
@@ -168,7 +167,7 @@ class Polisher {
   const Trace& trace_;
   const Hardware& hw_;
   const PolishOptions& options_;
-  const std::vector<int32_t> run_start_;
+  const std::vector<int32_t> run_starts_;
   SimulationOptions sim_;
   int64_t spent_millis_ = 0;
   // Per kind of move (MoveKind): the candidates of that kind replayed in

@@ -257,7 +257,9 @@ class SlackSwapRun {
     for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
       if (swap_all.decisions[t] != Decision::kSwap) continue;
       swap_all.prefetch_issue_op[t] =
-          options_.per_layer_barriers ? run_start_[need[t]] : need[t];
+          IssueWindowOf(trace_, t, need[t], options_.per_layer_barriers,
+                        run_start_)
+              .latest;
     }
     return swap_all;
   }

@@ -64,8 +64,8 @@ absl::Status ValidatePlan(const Trace& trace, const Hardware& hardware,
   for (size_t t = 0; t < n && !violations.full(); ++t) {
     if (plan.decisions[t] != Decision::kSwap) continue;
     const int32_t issue = plan.prefetch_issue_op[t];
-    const int32_t earliest = trace.tensors[t].last_forward_use + 1;
-    const int32_t latest = per_layer_barriers ? run_starts[need[t]] : need[t];
+    const auto [earliest, latest] =
+        IssueWindowOf(trace, t, need[t], per_layer_barriers, run_starts);
     if (issue < earliest || issue > latest) {
       violations.Add(
           absl::StrCat("plan.tensors[", t, "].prefetch_issue_op"),

@@ -10,6 +10,7 @@
 #ifndef SLACKSWAP_SIMULATOR_PLAN_H_
 #define SLACKSWAP_SIMULATOR_PLAN_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -45,6 +46,29 @@ absl::Status ValidatePlan(const Trace& trace, const Hardware& hardware,
 // Per operator: the first operator of the maximal run of consecutive
 // operators with the same phase and block index that contains it.
 std::vector<int32_t> BlockRunStarts(const Trace& trace);
+
+// The operators a swapped tensor's prefetch may be issued at (ValidatePlan):
+// from the one after its last forward use to its need, or with per-layer
+// barriers to the first operator of the need's block run (where a barrier
+// awaits it).
+struct IssueWindow {
+  int32_t earliest = 0;
+  int32_t latest = 0;
+  // `op` moved into the window (to `earliest` where the window is empty).
+  int32_t Clamp(int32_t op) const {
+    return op < earliest ? earliest
+           : op > latest ? std::max(earliest, latest)
+                         : op;
+  }
+};
+// Tensor t's window for its need `need` (DeriveNeeds); `run_starts` is
+// BlockRunStarts(trace), read only with `barriers` (may be empty without).
+inline IssueWindow IssueWindowOf(const Trace& trace, int32_t t, int32_t need,
+                                 bool barriers,
+                                 const std::vector<int32_t>& run_starts) {
+  return {trace.tensors[t].last_forward_use + 1,
+          barriers ? run_starts[need] : need};
+}
 
 }  // namespace slackswap
 

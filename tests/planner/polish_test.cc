@@ -73,7 +73,9 @@ struct Start {
 };
 Start DagStart(uint64_t seed, int32_t max_tensors, int64_t percent) {
   Start s{
-      testing::MakeMediumCase(MediumShape::kDag, seed, max_tensors, percent)};
+      testing::MakeMediumCase(MediumShape::kDag, seed, max_tensors, percent),
+      {},
+      {}};
   const PlanningResult passes = testing::PassesPlan(s.c, /*polish=*/false);
   s.plan = passes.plan;
   s.replay = passes.replay;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "base/stop.h"
 #include "simulator/event_model.h"
 #include "simulator/segment_tree.h"
 
@@ -313,7 +314,9 @@ std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
   const int64_t cap = hardware.host_pinned_memory_bytes > 0
                           ? hardware.host_pinned_memory_bytes
                           : std::numeric_limits<int64_t>::max();
-  for (int32_t t : c.ranked) {
+  for (size_t k = 0; k < c.ranked.size(); ++k) {
+    if (k % kSelectStopPollCandidates == 0 && StopRequested()) break;
+    const int32_t t = c.ranked[k];
     if (swapped >= bytes_wanted) break;
     const Tensor& tensor = trace.tensors[t];
     if (swapped + tensor.size_bytes > cap) continue;

@@ -30,7 +30,10 @@
 
 namespace slackswap {
 
-// The tensors to swap, in admission order.
+// The tensors to swap, in admission order. Polls the thread's stop
+// (base/stop.h) before every kSelectStopPollCandidates candidates and, once
+// it says stop, returns those admitted so far (the caller then stops).
+inline constexpr int32_t kSelectStopPollCandidates = 1024;
 std::vector<int32_t> SelectSwaps(const Trace& trace, const Hardware& hardware,
                                  const IdealTimeline& timeline,
                                  int64_t budget_bytes,

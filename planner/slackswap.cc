@@ -146,6 +146,8 @@ class SlackSwapRun {
   // freed by the time the all-keep peak needs the room: the excess is what
   // the link is asked to move); pass 2 recomputes the cheapest bytes.
   absl::Status Passes() {
+    // (The lower bound may have stopped part way.)
+    if (stop_.StopNow()) return PlanningStopped();
     admitted_ = SelectSwaps(trace_, link_, timeline_, budget_, options_);
     result_.stats.swaps_admitted = static_cast<int32_t>(admitted_.size());
     for (int32_t t : admitted_) {

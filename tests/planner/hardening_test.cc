@@ -8,8 +8,10 @@
 #include "gtest/gtest.h"
 #include "planner/checkpointing.h"
 #include "planner/genetic_search.h"
+#include "planner/link_budget_pass.h"
 #include "planner/lower_bound.h"
 #include "planner/lp_bound.h"
+#include "planner/plan_draft.h"
 #include "planner/policies.h"
 #include "planner/slackswap.h"
 #include "planner/superneurons.h"
@@ -222,6 +224,37 @@ TEST(LowerBoundStopTest, TheKnapsacksPollTheThreadsStop) {
   const LowerBound stopped = ComputeLowerBound(trace, SlowLink(), budget);
   EXPECT_TRUE(stopped.feasible);
   EXPECT_EQ(stopped.iteration_ns, trace.ideal_ns);
+  EXPECT_EQ(first.calls.load(), 1);
+}
+
+// The link-budget pass polls the thread's stop before every
+// kSelectStopPollCandidates candidates (its loop over 10,000 tensors ran on
+// after a call's deadline): stopped at once, it admits nothing; never
+// stopped, it polls again further on (the chain has thousands of
+// candidates) and admits what it admits without a stop function.
+TEST(SelectSwapsStopTest, TheLinkBudgetPassPollsTheThreadsStop) {
+  const Trace trace = Shaped("chain", 4000);
+  Hardware fast = SlowLink();
+  fast.d2h_bytes_per_second *= 1000;
+  fast.h2d_bytes_per_second *= 1000;
+  const IdealTimeline timeline(trace);
+  const int64_t budget = AllKeepPeakBytes(trace) / 2;
+  const std::vector<int32_t> plain =
+      SelectSwaps(trace, fast, timeline, budget, PlannerOptions());
+  ASSERT_FALSE(plain.empty());
+  CountingStop never(1 << 30);
+  const StopFunction never_stop = never.Function();
+  {
+    ScopedStop scope(&never_stop);
+    EXPECT_EQ(SelectSwaps(trace, fast, timeline, budget, PlannerOptions()),
+              plain);
+  }
+  EXPECT_GT(never.calls.load(), 1);
+  CountingStop first(1);
+  const StopFunction stop = first.Function();
+  ScopedStop scope(&stop);
+  EXPECT_TRUE(
+      SelectSwaps(trace, fast, timeline, budget, PlannerOptions()).empty());
   EXPECT_EQ(first.calls.load(), 1);
 }
 

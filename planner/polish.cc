@@ -27,9 +27,12 @@ bool Better(const SimulationResult& a, const SimulationResult& b) {
 // A replay of `plan` that stops once it cannot be better than `reference`
 // (a feasible plan only wins by a shorter iteration: SimulationOptions::
 // cutoff_ns). Without replaying when its profiled steps alone take as long.
+// Where `waited` is set, the replay marks it (SimulationOptions::
+// issue_waited).
 SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
                                const Plan& plan, SimulationOptions options,
-                               const SimulationResult& reference) {
+                               const SimulationResult& reference,
+                               std::vector<uint8_t>* waited) {
   if (reference.feasible) {
     options.cutoff_ns = reference.iteration_ns;
     int64_t steps_ns = trace.ideal_ns;
@@ -48,6 +51,10 @@ SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
   // Derived into the thread's own schedule, whose memory each replay reuses.
   thread_local Schedule schedule;
   DeriveSchedule(trace, plan, schedule);
+  if (waited != nullptr) {
+    waited->assign(trace.tensors.size(), 0);
+    options.issue_waited = waited;
+  }
   return SimulateSchedule(trace, hardware, plan, schedule, options);
 }
 
@@ -99,11 +106,32 @@ class Polisher {
             (spent_millis_ + kReplayMillis - 1) / kReplayMillis,
         0);
   }
-  // `plan` replayed against `reference` (ReplayAgainst), charged.
+  // `plan` replayed against `reference` (ReplayAgainst), charged; its
+  // marks in tried_waited_.
   SimulationResult Try(const Plan& plan, const SimulationResult& reference) {
-    SimulationResult r = ReplayAgainst(trace_, hw_, plan, sim_, reference);
+    SimulationResult r =
+        ReplayAgainst(trace_, hw_, plan, sim_, reference, &tried_waited_);
     spent_millis_ += ReplayCostMillis(trace_, r);
     return r;
+  }
+  // Whether `candidate`, made by a move on t from `plan`, differs from it
+  // only in an earlier issue point of t, where the plan's replay never
+  // found t's prefetch before its issue point (waited_): its replay would
+  // be the plan's, which it cannot beat. It is then not replayed (or
+  // charged).
+  bool ReplaysAsThePlan(const Plan& plan, const Plan& candidate,
+                        int32_t t) const {
+    if (!options_.skip_same_replays || waited_.empty() || waited_[t] ||
+        plan.decisions[t] != Decision::kSwap ||
+        candidate.prefetch_issue_op[t] >= plan.prefetch_issue_op[t] ||
+        candidate.decisions != plan.decisions) {
+      return false;
+    }
+    for (int32_t u = 0; u < trace_.num_tensors(); ++u) {
+      if (u != t && candidate.prefetch_issue_op[u] != plan.prefetch_issue_op[u])
+        return false;
+    }
+    return true;
   }
   bool Allowed(int32_t t, Decision d) const {
     const Tensor& tensor = trace_.tensors[t];
@@ -178,6 +206,11 @@ class Polisher {
   // `failed_changes_` changes and did not keep (CandidateKey).
   std::set<int64_t> failed_;
   int32_t failed_changes_ = 0;
+  // The plan's replay's marks (SimulationOptions::issue_waited); empty while
+  // not known (the plan the search started from).
+  std::vector<uint8_t> waited_;
+  // Those of Try's last replay.
+  std::vector<uint8_t> tried_waited_;
 };
 
 std::vector<Move> Polisher::Moves(const Plan& plan,
@@ -374,6 +407,7 @@ bool Polisher::Steepest(const std::vector<Move>& moves, Plan& plan,
                         PolishResult& result) {
   Plan best_plan;
   SimulationResult best_replay;
+  std::vector<uint8_t> best_waited;
   int64_t best_swapped = 0;
   bool have_best = false;
   for (const Move& move : moves) {
@@ -382,17 +416,20 @@ bool Polisher::Steepest(const std::vector<Move>& moves, Plan& plan,
     Plan next;
     int64_t next_swapped = 0;
     if (!MakeCandidate(move, plan, swapped, cap, next, next_swapped)) continue;
+    if (ReplaysAsThePlan(plan, next, move.tensor)) continue;
     const SimulationResult& reference = have_best ? best_replay : replay;
     SimulationResult r = Try(next, reference);
     if (!Better(r, reference)) continue;
     best_plan = std::move(next);
     best_replay = std::move(r);
+    best_waited.swap(tried_waited_);
     best_swapped = next_swapped;
     have_best = true;
   }
   if (have_best) {
     plan = std::move(best_plan);
     replay = std::move(best_replay);
+    waited_ = std::move(best_waited);
     swapped = best_swapped;
     ++result.changes;
   }
@@ -416,6 +453,9 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
     Plan plan;
     int64_t swapped = 0;
     SimulationResult replay;
+    // It would replay as the plan (ReplaysAsThePlan): not replayed.
+    bool as_the_plan = false;
+    std::vector<uint8_t> waited;
   };
   std::vector<Candidate> batch;
   for (size_t m = 0; m < moves.size();) {
@@ -429,8 +469,12 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
           MakeCandidate(moves[m + i], plan, swapped, cap, c.plan, c.swapped);
       // (One known to fail is not replayed; whether it is charged is
       // decided below, in order.)
-      if (c.changes && !KnownToFail(c.plan, moves[m + i].tensor, result))
-        c.replay = ReplayAgainst(trace_, hw_, c.plan, sim_, replay);
+      c.as_the_plan =
+          c.changes && ReplaysAsThePlan(plan, c.plan, moves[m + i].tensor);
+      if (c.changes && !c.as_the_plan &&
+          !KnownToFail(c.plan, moves[m + i].tensor, result)) {
+        c.replay = ReplayAgainst(trace_, hw_, c.plan, sim_, replay, &c.waited);
+      }
     };
     if (options_.workers != nullptr) {
       options_.workers->ForEach(batch.size(), replay_one);
@@ -443,8 +487,8 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
       if (!c.changes) continue;
       const int32_t t = moves[m + i].tensor;
       const int kind = MoveKind(plan.decisions[t], moves[m + i]);
-      if (KnownToFail(c.plan, t, result)) {
-        ++tried_[kind];  // (as it would be, replayed again)
+      if (c.as_the_plan || KnownToFail(c.plan, t, result)) {
+        ++tried_[kind];  // (as it would be, replayed)
         continue;
       }
       if (OutOfBudget()) return true;
@@ -461,6 +505,7 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
       ++kept_[kind];
       plan = std::move(c.plan);
       replay = std::move(c.replay);
+      waited_ = std::move(c.waited);
       swapped = c.swapped;
       ++result.changes;
       if (OnTarget(replay)) return true;
@@ -541,6 +586,7 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
           if (!Better(r, replay)) continue;
           plan = std::move(next);
           replay = std::move(r);
+          waited_.swap(tried_waited_);
           swapped = next_swapped;
           ++result.changes;
           return true;
@@ -589,6 +635,7 @@ bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
     if (!Better(r, replay)) continue;
     plan = std::move(next);
     replay = std::move(r);
+    waited_.swap(tried_waited_);
     ++result.changes;
     kept_one = true;
   }

@@ -23,7 +23,10 @@
 // A candidate replayed against the plan as it is and not kept is not
 // replayed again before the plan changes (two moves that make the same plan;
 // the moves after a scan's last change, met again at the start of the next):
-// the same changes for fewer replays.
+// the same changes for fewer replays. Nor is a candidate that only issues a
+// swap's prefetch earlier where the plan's replay never found that prefetch
+// waiting for its issue point (SimulationOptions::issue_waited): its replay
+// would be the plan's (PolishOptions::skip_same_replays).
 //
 // With a focus (PolishOptions::focus), only the tensors in it are moved,
 // and neither trades nor pairs are tried: the anytime search's kicks
@@ -86,6 +89,12 @@ struct PolishOptions {
   // before any change. Its replay would end the same, so the search keeps
   // the same changes for fewer replays (off only to measure it).
   bool skip_known_failures = true;
+  // A move that only issues a swap's prefetch earlier, where the plan's
+  // replay never found that prefetch waiting for its issue point
+  // (SimulationOptions::issue_waited), makes a plan whose replay is the
+  // plan's: it is not replayed (or charged). The same changes, for fewer
+  // replays (off only to measure it).
+  bool skip_same_replays = true;
   // Where not empty (one flag per tensor): only moves on the flagged
   // tensors, and neither trades nor pairs; the search converges when a scan
   // of those moves keeps nothing (the anytime search's kicks, anytime.h).

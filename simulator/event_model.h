@@ -65,6 +65,17 @@ struct SimulationOptions {
   // A prefetch never held back so would start at the same moment with any
   // earlier issue point: the exact search uses it to skip equivalent plans.
   std::vector<uint8_t>* issue_gated = nullptr;
+  // When set (one entry per tensor, zeroed by the caller): set to 1 for each
+  // swapped tensor whose prefetch, at the head of the H2D queue (offloaded,
+  // the stream free, no step waiting for memory), was ever found before its
+  // issue point. Wherever it is found so, it is not ahead of its issue
+  // point; a prefetch never marked starts at the same moment with any
+  // earlier issue point, and the replay of a plan that differs from this
+  // one only in an earlier issue point of an unmarked tensor is this
+  // replay. Costs no change to the replay (unlike issue_gated, which asks
+  // for the memory early): the local search (polish.h) uses it to skip such
+  // plans.
+  std::vector<uint8_t>* issue_waited = nullptr;
   // The node's physics and the allocator (physics.h). With an allocator,
   // it is replayed over the allocations and frees in the order the replay
   // makes them, for the peak reserved bytes (without one, the result's

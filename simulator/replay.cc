@@ -341,6 +341,9 @@ void Replay::TryStartH2D() {
   const int64_t size = trace_.tensors[t].size_bytes;
   if (!offloaded_[t]) return;
   const bool issued = ops_done_ >= plan_.prefetch_issue_op[t];
+  if (!issued && options_.issue_waited != nullptr) {
+    (*options_.issue_waited)[t] = 1;
+  }
   if (!issued && options_.issue_gated == nullptr) return;
   if (!reserved_budget_ && resident_ + size > options_.budget_bytes) return;
   if (!ProjectionAdmits(size)) return;

@@ -4,10 +4,12 @@
 #include "planner/polish.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "simulator/event_model.h"
 #include "simulator/hardware.h"
+#include "simulator/schedule.h"
 #include "simulator/trace_spec.h"
 #include "simulator/trace_validation.h"
 #include "tests/planner/medium_cases.h"
@@ -102,6 +104,74 @@ TEST(PolishTest, ACandidateKnownToFailIsNotReplayedAgain) {
       Polish(skipping.c.trace, skipping.c.hardware, skipping.c.budget, options,
              skipping.plan, skipping.replay);
   options.skip_known_failures = false;
+  const PolishResult replayed =
+      Polish(again.c.trace, again.c.hardware, again.c.budget, options,
+             again.plan, again.replay);
+  EXPECT_GE(skipped.changes, 2);
+  EXPECT_EQ(skipped.changes, replayed.changes);
+  EXPECT_TRUE(SamePlan(skipping.plan, again.plan));
+  EXPECT_EQ(skipping.replay.iteration_ns, again.replay.iteration_ns);
+  EXPECT_TRUE(skipped.converged);
+  EXPECT_TRUE(replayed.converged);
+  EXPECT_LT(skipped.replays, replayed.replays);
+}
+
+// SimulationOptions::issue_waited marks each prefetch found before its
+// issue point; one never marked starts at the same moment with any earlier
+// issue point, so issuing it as early as it may be gives the same replay.
+TEST(PolishTest, AnUnmarkedPrefetchIssuedEarlierReplaysTheSame) {
+  Start s = DagStart(10, 60, 10);
+  ASSERT_TRUE(s.replay.feasible);
+  const Trace& trace = s.c.trace;
+  // Every prefetch issued at its need, and half of them as early as they
+  // may be: some then wait for their issue point, some never do.
+  const std::vector<int32_t> need = DeriveNeeds(trace, s.plan.decisions);
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (s.plan.decisions[t] != Decision::kSwap) continue;
+    s.plan.prefetch_issue_op[t] =
+        t % 2 == 0 ? need[t] : trace.tensors[t].last_forward_use + 1;
+  }
+  SimulationOptions sim;
+  sim.budget_bytes = s.c.budget;
+  std::vector<uint8_t> waited(trace.tensors.size(), 0);
+  sim.issue_waited = &waited;
+  const SimulationResult base = *Simulate(trace, s.c.hardware, s.plan, sim);
+  ASSERT_TRUE(base.feasible);
+  sim.issue_waited = nullptr;
+  int32_t unmarked = 0, marked_changed = 0;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    const int32_t earliest = trace.tensors[t].last_forward_use + 1;
+    if (s.plan.decisions[t] != Decision::kSwap ||
+        s.plan.prefetch_issue_op[t] <= earliest) {
+      continue;
+    }
+    Plan early = s.plan;
+    early.prefetch_issue_op[t] = earliest;
+    const SimulationResult r = *Simulate(trace, s.c.hardware, early, sim);
+    if (waited[t] == 0) {
+      ++unmarked;
+      EXPECT_EQ(r.iteration_ns, base.iteration_ns) << "tensor " << t;
+      EXPECT_EQ(r.peak_resident_bytes, base.peak_resident_bytes);
+      EXPECT_EQ(r.prefetch_wait_ns, base.prefetch_wait_ns);
+    } else if (r.iteration_ns != base.iteration_ns) {
+      ++marked_changed;
+    }
+  }
+  EXPECT_GE(unmarked, 1);
+  EXPECT_GE(marked_changed, 1);
+}
+
+// Such a move is then not replayed in the local search: the same changes,
+// for fewer replays.
+TEST(PolishTest, AMoveThatReplaysAsThePlanIsNotReplayed) {
+  Start skipping = DagStart(10, 60, 10);
+  Start again = DagStart(10, 60, 10);
+  PolishOptions options;
+  options.max_replays = 600;
+  const PolishResult skipped =
+      Polish(skipping.c.trace, skipping.c.hardware, skipping.c.budget, options,
+             skipping.plan, skipping.replay);
+  options.skip_same_replays = false;
   const PolishResult replayed =
       Polish(again.c.trace, again.c.hardware, again.c.budget, options,
              again.plan, again.replay);

@@ -67,14 +67,12 @@ struct SimulationOptions {
   std::vector<uint8_t>* issue_gated = nullptr;
   // When set (one entry per tensor, zeroed by the caller): set to 1 for each
   // swapped tensor whose prefetch, at the head of the H2D queue (offloaded,
-  // the stream free, no step waiting for memory), was ever found before its
-  // issue point. Wherever it is found so, it is not ahead of its issue
-  // point; a prefetch never marked starts at the same moment with any
-  // earlier issue point, and the replay of a plan that differs from this
-  // one only in an earlier issue point of an unmarked tensor is this
-  // replay. Costs no change to the replay (unlike issue_gated, which asks
-  // for the memory early): the local search (polish.h) uses it to skip such
-  // plans.
+  // the stream free, no step waiting for memory), was found before its
+  // issue point at least once. The issue point gates nothing else, so a
+  // plan that differs from this one only in an earlier issue point of an
+  // unmarked tensor replays exactly as this one. Marking changes nothing in
+  // the replay (issue_gated, by contrast, asks for the memory early); the
+  // local search (polish.h) uses it to skip such plans.
   std::vector<uint8_t>* issue_waited = nullptr;
   // The node's physics and the allocator (physics.h). With an allocator,
   // it is replayed over the allocations and frees in the order the replay

@@ -455,6 +455,7 @@ class LimitsTest(unittest.TestCase):
     def test_sigterm_under_load_loses_no_accepted_call(self):
         import grpc
         from slackswap.v1 import service_pb2_grpc
+        from healthcheck import health_pb2, health_pb2_grpc
         server = Server("--max_concurrent_requests", "8", "--grace", "30s")
         channel = server.channel()
         stub = service_pb2_grpc.PlannerServiceStub(channel)
@@ -480,7 +481,20 @@ class LimitsTest(unittest.TestCase):
         threads, sigterm_at = sigterm_under(server, caller, 4, after=1.5)
         # While the calls in flight finish, the server refuses new ones itself,
         # with a retryable UNAVAILABLE that says why (gRPC's own shutdown would
-        # end them CANCELLED).
+        # end them CANCELLED). A call that reaches it before it has seen the
+        # signal is accepted and waits behind the calls in flight (seconds
+        # under the sanitizers, past this loop's window): probe once health
+        # says NOT_SERVING, which the drain sets as it stops admitting.
+        health = health_pb2_grpc.HealthStub(channel)
+        while time.time() < sigterm_at + 5:
+            try:
+                status = health.Check(
+                    health_pb2.HealthCheckRequest(service=""), timeout=5).status
+            except grpc.RpcError:
+                break
+            if status != health_pb2.HealthCheckResponse.SERVING:
+                break
+            time.sleep(0.01)
         refusal = None
         while refusal is None and time.time() < sigterm_at + 5:
             try:

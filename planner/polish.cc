@@ -28,11 +28,14 @@ bool Better(const SimulationResult& a, const SimulationResult& b) {
 // (a feasible plan only wins by a shorter iteration: SimulationOptions::
 // cutoff_ns). Without replaying when its profiled steps alone take as long.
 // Where `waited` is set, the replay marks it (SimulationOptions::
-// issue_waited).
+// issue_waited). With `derived`, the plan's schedule (derived for its
+// decisions); else with `need`, the plan's needs (DeriveNeeds; taken).
 SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
                                const Plan& plan, SimulationOptions options,
                                const SimulationResult& reference,
-                               std::vector<uint8_t>* waited) {
+                               std::vector<uint8_t>* waited,
+                               const Schedule* derived = nullptr,
+                               std::vector<int32_t>* need = nullptr) {
   if (reference.feasible) {
     options.cutoff_ns = reference.iteration_ns;
     int64_t steps_ns = trace.ideal_ns;
@@ -48,13 +51,18 @@ SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
       return cut;
     }
   }
-  // Derived into the thread's own schedule, whose memory each replay reuses.
-  thread_local Schedule schedule;
-  DeriveSchedule(trace, plan, schedule);
   if (waited != nullptr) {
     waited->assign(trace.tensors.size(), 0);
     options.issue_waited = waited;
   }
+  if (derived != nullptr)
+    return SimulateSchedule(trace, hardware, plan, *derived, options);
+  // Derived into the thread's own schedule, whose memory each replay reuses.
+  thread_local Schedule schedule;
+  if (need != nullptr)
+    DeriveSchedule(trace, plan, schedule, *need);
+  else
+    DeriveSchedule(trace, plan, schedule);
   return SimulateSchedule(trace, hardware, plan, schedule, options);
 }
 
@@ -106,11 +114,13 @@ class Polisher {
             (spent_millis_ + kReplayMillis - 1) / kReplayMillis,
         0);
   }
-  // `plan` replayed against `reference` (ReplayAgainst), charged; its
-  // marks in tried_waited_.
-  SimulationResult Try(const Plan& plan, const SimulationResult& reference) {
+  // `plan` replayed against `reference` (ReplayAgainst, with its `need`
+  // where given), charged; its marks in tried_waited_.
+  SimulationResult Try(const Plan& plan, const SimulationResult& reference,
+                       std::vector<int32_t>* need = nullptr) {
     SimulationResult r =
-        ReplayAgainst(trace_, hw_, plan, sim_, reference, &tried_waited_);
+        ReplayAgainst(trace_, hw_, plan, sim_, reference, &tried_waited_,
+                      SameSchedule(plan), need);
     spent_millis_ += ReplayCostMillis(trace_, r);
     return r;
   }
@@ -133,6 +143,20 @@ class Polisher {
     }
     return true;
   }
+  // Derives the schedule of the plan the moves start from (one thread).
+  void DeriveFor(const Plan& plan) {
+    if (plan_schedule_valid_ && plan.decisions == plan_schedule_for_) return;
+    DeriveSchedule(trace_, plan, plan_schedule_);
+    plan_schedule_for_ = plan.decisions;
+    plan_schedule_valid_ = true;
+  }
+  // DeriveFor's schedule where `candidate` has its decisions (a move of an
+  // issue point: a schedule follows from the decisions alone), else null.
+  const Schedule* SameSchedule(const Plan& candidate) const {
+    return plan_schedule_valid_ && candidate.decisions == plan_schedule_for_
+               ? &plan_schedule_
+               : nullptr;
+  }
   bool Allowed(int32_t t, Decision d) const {
     const Tensor& tensor = trace_.tensors[t];
     if (d == Decision::kSwap)
@@ -152,10 +176,11 @@ class Polisher {
   bool OnTarget(const SimulationResult& r) const {
     return r.feasible && r.iteration_ns <= options_.target_ns;
   }
-  // `move` applied to `plan` (swapping `swapped` bytes): false when it
-  // changes nothing or swaps more than `cap`.
+  // `move` applied to `plan` (swapping `swapped` bytes; `need` as Apply's):
+  // false when it changes nothing or swaps more than `cap`.
   bool MakeCandidate(const Move& move, const Plan& plan, int64_t swapped,
-                     int64_t cap, Plan& next, int64_t& next_swapped) const;
+                     int64_t cap, Plan& next, int64_t& next_swapped,
+                     std::vector<int32_t>& need) const;
   // One scan of `moves`: the best change (Steepest) or each first that
   // improves (FirstImproving) kept. False when the call was stopped.
   bool Steepest(const std::vector<Move>& moves, Plan& plan,
@@ -171,8 +196,14 @@ class Polisher {
   // One scan of the trades (Trades), each kept where it improves the plan.
   // True when one was kept.
   bool TradeScan(Plan& plan, SimulationResult& replay, PolishResult& result);
-  // `plan` with `move` applied and every issue point back in its window.
-  Plan Apply(const Plan& plan, const Move& move) const;
+  // `plan` with `move` applied and every issue point back in its window;
+  // `need` receives its needs (DeriveNeeds) unless SameSchedule has them.
+  Plan Apply(const Plan& plan, const Move& move,
+             std::vector<int32_t>& need) const;
+  Plan Apply(const Plan& plan, const Move& move) const {
+    thread_local std::vector<int32_t> need;  // (its memory reused)
+    return Apply(plan, move, need);
+  }
   // A candidate that a move on tensor t makes (Apply) is the plan with t's
   // decision and issue point set, the rest following from them: those two
   // name it among the moves on the same plan.
@@ -211,6 +242,10 @@ class Polisher {
   std::vector<uint8_t> waited_;
   // Those of Try's last replay.
   std::vector<uint8_t> tried_waited_;
+  // DeriveFor's schedule and the decisions it was derived for.
+  Schedule plan_schedule_;
+  std::vector<Decision> plan_schedule_for_;
+  bool plan_schedule_valid_ = false;
 };
 
 std::vector<Move> Polisher::Moves(const Plan& plan,
@@ -302,11 +337,13 @@ std::vector<Move> Polisher::Moves(const Plan& plan,
   return moves;
 }
 
-Plan Polisher::Apply(const Plan& plan, const Move& move) const {
+Plan Polisher::Apply(const Plan& plan, const Move& move,
+                     std::vector<int32_t>& derived) const {
   Plan next = plan;
   next.decisions[move.tensor] = move.decision;
-  thread_local std::vector<int32_t> need;  // (its memory reused)
-  DeriveNeeds(trace_, next.decisions, need);
+  const Schedule* same = SameSchedule(next);
+  if (same == nullptr) DeriveNeeds(trace_, next.decisions, derived);
+  const std::vector<int32_t>& need = same != nullptr ? same->need_op : derived;
   for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
     if (next.decisions[t] != Decision::kSwap) {
       next.prefetch_issue_op[t] = 0;
@@ -391,13 +428,14 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
 
 bool Polisher::MakeCandidate(const Move& move, const Plan& plan,
                              int64_t swapped, int64_t cap, Plan& next,
-                             int64_t& next_swapped) const {
+                             int64_t& next_swapped,
+                             std::vector<int32_t>& need) const {
   const Decision from = plan.decisions[move.tensor];
   const int64_t size = trace_.tensors[move.tensor].size_bytes;
   next_swapped = swapped - (from == Decision::kSwap ? size : 0) +
                  (move.decision == Decision::kSwap ? size : 0);
   if (next_swapped > cap) return false;
-  next = Apply(plan, move);
+  next = Apply(plan, move, need);
   return next.decisions != plan.decisions ||
          next.prefetch_issue_op != plan.prefetch_issue_op;
 }
@@ -410,15 +448,18 @@ bool Polisher::Steepest(const std::vector<Move>& moves, Plan& plan,
   std::vector<uint8_t> best_waited;
   int64_t best_swapped = 0;
   bool have_best = false;
+  DeriveFor(plan);
+  std::vector<int32_t> need;
   for (const Move& move : moves) {
     if (OutOfBudget()) break;
     if (options_.stop != nullptr && options_.stop->Stop()) return false;
     Plan next;
     int64_t next_swapped = 0;
-    if (!MakeCandidate(move, plan, swapped, cap, next, next_swapped)) continue;
+    if (!MakeCandidate(move, plan, swapped, cap, next, next_swapped, need))
+      continue;
     if (ReplaysAsThePlan(plan, next, move.tensor)) continue;
     const SimulationResult& reference = have_best ? best_replay : replay;
-    SimulationResult r = Try(next, reference);
+    SimulationResult r = Try(next, reference, &need);
     if (!Better(r, reference)) continue;
     best_plan = std::move(next);
     best_replay = std::move(r);
@@ -456,24 +497,27 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
     // It would replay as the plan (ReplaysAsThePlan): not replayed.
     bool as_the_plan = false;
     std::vector<uint8_t> waited;
+    std::vector<int32_t> need;  // its needs (MakeCandidate)
   };
   std::vector<Candidate> batch;
   for (size_t m = 0; m < moves.size();) {
     if (OutOfBudget()) return true;
     if (options_.stop != nullptr && options_.stop->Stop()) return false;
     const size_t end = std::min(moves.size(), m + batch_size);
+    DeriveFor(plan);
     batch.assign(end - m, Candidate());
     const auto replay_one = [&](size_t i) {
       Candidate& c = batch[i];
-      c.changes =
-          MakeCandidate(moves[m + i], plan, swapped, cap, c.plan, c.swapped);
+      c.changes = MakeCandidate(moves[m + i], plan, swapped, cap, c.plan,
+                                c.swapped, c.need);
       // (One known to fail is not replayed; whether it is charged is
       // decided below, in order.)
       c.as_the_plan =
           c.changes && ReplaysAsThePlan(plan, c.plan, moves[m + i].tensor);
       if (c.changes && !c.as_the_plan &&
           !KnownToFail(c.plan, moves[m + i].tensor, result)) {
-        c.replay = ReplayAgainst(trace_, hw_, c.plan, sim_, replay, &c.waited);
+        c.replay = ReplayAgainst(trace_, hw_, c.plan, sim_, replay, &c.waited,
+                                 SameSchedule(c.plan), &c.need);
       }
     };
     if (options_.workers != nullptr) {

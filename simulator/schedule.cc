@@ -167,49 +167,11 @@ void DerivePrefetchesNeeded(const Trace& trace, Schedule& s) {
   }
 }
 
-}  // namespace
-
-void DeriveNeeds(const Trace& trace, absl::Span<const Decision> decisions,
-                 std::vector<int32_t>& need) {
-  need.resize(trace.tensors.size());
-  int32_t* const needs = need.data();
-  const Decision* const decided = decisions.data();
-  const auto& order = trace.recompute_topological_order;
-  // Dependents come after their inputs in `order`, so walking it backwards
-  // sees every dependent's need before the input's. Every tensor's need is
-  // worked out, and -1 stored for those kept by a mask (all ones or zero):
-  // the plan's decisions follow no pattern a branch could predict, and
-  // compilers turn a plain select into a branch. (A rebuilt dependent, the
-  // rarer case, is still a branch: reading every dependent's need would
-  // chain each tensor's to the one stored just before.)
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const int32_t t = *it;
-    int32_t n = trace.tensors[t].first_backward_use;
-    for (int32_t r : trace.recompute_dependents.Row(t)) {
-      if (decided[r] == Decision::kRecompute) n = std::min(n, needs[r]);
-    }
-    needs[t] = n | -static_cast<int32_t>(decided[t] == Decision::kKeep);
-  }
-}
-
-std::vector<int32_t> DeriveNeeds(const Trace& trace,
-                                 absl::Span<const Decision> decisions) {
-  std::vector<int32_t> need;
-  DeriveNeeds(trace, decisions, need);
-  return need;
-}
-
-Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
-  Schedule s;
-  DeriveSchedule(trace, plan, s);
-  return s;
-}
-
-void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& s) {
+// DeriveSchedule after the needs (s.need_op, DeriveNeeds) are in place.
+void DeriveFromNeeds(const Trace& trace, const Plan& plan, Schedule& s) {
   const int32_t num_tensors = trace.num_tensors();
   const int32_t num_ops = trace.num_ops();
   const auto& decisions = plan.decisions;
-  DeriveNeeds(trace, decisions, s.need_op);
   const std::vector<int32_t>& need = s.need_op;
 
   // D2H order: production order. Tensors are visited by producer via the
@@ -291,6 +253,55 @@ void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& s) {
     s.fixed_sources.begin.assign(1, 0);
     s.fixed_sources.items.clear();
   }
+}
+
+}  // namespace
+
+void DeriveNeeds(const Trace& trace, absl::Span<const Decision> decisions,
+                 std::vector<int32_t>& need) {
+  need.resize(trace.tensors.size());
+  int32_t* const needs = need.data();
+  const Decision* const decided = decisions.data();
+  const auto& order = trace.recompute_topological_order;
+  // Dependents come after their inputs in `order`, so walking it backwards
+  // sees every dependent's need before the input's. Every tensor's need is
+  // worked out, and -1 stored for those kept by a mask (all ones or zero):
+  // the plan's decisions follow no pattern a branch could predict, and
+  // compilers turn a plain select into a branch. (A rebuilt dependent, the
+  // rarer case, is still a branch: reading every dependent's need would
+  // chain each tensor's to the one stored just before.)
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int32_t t = *it;
+    int32_t n = trace.tensors[t].first_backward_use;
+    for (int32_t r : trace.recompute_dependents.Row(t)) {
+      if (decided[r] == Decision::kRecompute) n = std::min(n, needs[r]);
+    }
+    needs[t] = n | -static_cast<int32_t>(decided[t] == Decision::kKeep);
+  }
+}
+
+std::vector<int32_t> DeriveNeeds(const Trace& trace,
+                                 absl::Span<const Decision> decisions) {
+  std::vector<int32_t> need;
+  DeriveNeeds(trace, decisions, need);
+  return need;
+}
+
+Schedule DeriveSchedule(const Trace& trace, const Plan& plan) {
+  Schedule s;
+  DeriveSchedule(trace, plan, s);
+  return s;
+}
+
+void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& s) {
+  DeriveNeeds(trace, plan.decisions, s.need_op);
+  DeriveFromNeeds(trace, plan, s);
+}
+
+void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& s,
+                    std::vector<int32_t>& need) {
+  s.need_op.swap(need);
+  DeriveFromNeeds(trace, plan, s);
 }
 
 }  // namespace slackswap

@@ -107,6 +107,11 @@ Schedule DeriveSchedule(const Trace& trace, const Plan& plan);
 // into one Schedule again and again (a planner's candidates, one Schedule
 // per thread) reuses its memory instead of allocating.
 void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& schedule);
+// The same where the caller has the plan's needs already: `need` must hold
+// DeriveNeeds(trace, plan.decisions). It becomes the schedule's need_op (the
+// vectors are swapped: `need` is left with other contents and memory).
+void DeriveSchedule(const Trace& trace, const Plan& plan, Schedule& schedule,
+                    std::vector<int32_t>& need);
 
 // need_op only (the first part of DeriveSchedule), for planners that probe
 // many candidate plans; the second form into `need`, reusing its memory.

@@ -366,6 +366,62 @@ TEST(EventModelPropertyTest, SimulationIsDeterministic) {
   }
 }
 
+// Every field of a schedule, for comparing two.
+std::vector<std::vector<int32_t>> Fields(const Schedule& s) {
+  return {s.need_op,
+          s.offload_order,
+          s.prefetch_order,
+          s.prefetch_rank,
+          s.rebuilds.begin,
+          s.rebuilds.items,
+          {s.num_steps},
+          s.release_after_step.begin,
+          s.release_after_step.items,
+          s.forward_release_after_op.begin,
+          s.forward_release_after_op.items,
+          s.prefetches_needed,
+          s.fixed_h2d_needed,
+          s.fixed_d2h_needed,
+          s.fixed_sources.begin,
+          s.fixed_sources.items};
+}
+
+// The local search (polish.h) reuses one schedule for every candidate with
+// the plan's decisions, and hands DeriveSchedule the needs it worked out: a
+// schedule must depend on the decisions alone, and deriving into a reused
+// Schedule, with the needs given or not, must give a fresh one's fields.
+TEST(EventModelPropertyTest, AScheduleFollowsFromTheDecisionsAlone) {
+  std::mt19937_64 rng(20261205);
+  std::vector<Workload> workloads = Workloads();
+  for (Workload& w : SmallWorkloads(2, {"a100", "v100"}, 20261205))
+    workloads.push_back(std::move(w));
+  Schedule reused;
+  int with_fixed = 0, rebuilt = 0;
+  for (const Workload& w : workloads) {
+    for (int trial = 0; trial < 8; ++trial) {
+      SCOPED_TRACE(w.name + " trial " + std::to_string(trial));
+      const Plan plan = RandomPlan(w.trace, trial % 2 == 1, rng);
+      const std::vector<std::vector<int32_t>> fresh =
+          Fields(DeriveSchedule(w.trace, plan));
+      // Over the last trial's schedule, with the needs given.
+      std::vector<int32_t> need = DeriveNeeds(w.trace, plan.decisions);
+      DeriveSchedule(w.trace, plan, reused, need);
+      EXPECT_EQ(Fields(reused), fresh);
+      // The same decisions, other issue points.
+      Plan moved = plan;
+      std::uniform_int_distribution<int32_t> op(0, w.trace.num_ops() - 1);
+      for (int32_t& issue : moved.prefetch_issue_op) issue = op(rng);
+      DeriveSchedule(w.trace, moved, reused);
+      EXPECT_EQ(Fields(reused), fresh);
+      with_fixed += w.trace.num_fixed_transfers() > 0;
+      rebuilt += !reused.rebuilds.items.empty();
+    }
+  }
+  // Both kinds of trace and plans that rebuild.
+  EXPECT_GT(with_fixed, 10);
+  EXPECT_GT(rebuilt, 50);
+}
+
 TEST(EventModelPropertyTest, AllSwapWithAFullBudgetNeverWaitsForMemory) {
   for (const Workload& w : Workloads()) {
     SimulationOptions options;

@@ -64,8 +64,8 @@ namespace slackswap {
 // replay_cost.h) that stand for one millisecond of the search. Set so that
 // the slowest medium traces of docs/benchmarks.md ("The anytime search": 300
 // tensors, the search to its limit) plan within issue 27's 200 ms at the
-// default 150 ms on this machine, on one thread or two (the second thread
-// gains little on its two vCPUs).
+// default 150 ms on this machine, on the search's two threads (on one, the
+// same search takes 1.3-1.8x as long there).
 inline constexpr int64_t kSearchWorkPerMs = 64'000;
 // The threads the search replays on by default (PlannerOptions::
 // search_threads, AnytimeOptions::threads). The plan does not depend on

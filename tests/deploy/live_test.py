@@ -75,9 +75,17 @@ class PromqlTest(unittest.TestCase):
             worker = threading.Thread(target=load)
             worker.start()
             with e2e_test.Prometheus(server.metrics_port) as prom:
-                # Wait for a few scrapes, so that rate() has samples to work on.
+                # Wait for a few scrapes, so that rate() has samples to work on,
+                # and for calls that ended between two of them: the latency
+                # quantiles are NaN while no rate is above 0 (a slow build,
+                # such as the sanitizers', may not have finished one yet).
                 self.assertGreater(prom.wait_for(
                     'count_over_time(slackswap_build_info[1m])', 4), 3)
+                for metric in ("grpc_server_handling_seconds_count",
+                               "slackswap_queue_wait_seconds_count"):
+                    self.assertGreater(prom.wait_for(
+                        f'sum(rate({metric}{{grpc_service="slackswap.v1.PlannerService"}}[5m]))',
+                        1e-9), 0, metric)
                 for source, expr in expressions():
                     result = prom.query(expr)  # raises on a query error
                     # Errors and refusals need failing calls, which this load

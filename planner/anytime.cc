@@ -15,7 +15,7 @@
 namespace slackswap {
 namespace {
 
-// The kicks of step 4: each sets 2 to kKickChanges tensors within
+// The kicks of steps 2 and 5: each sets 2 to kKickChanges tensors within
 // kKickRadius (in tensor order) of a tensor drawn at random to other
 // decisions, and the local search that follows moves only the tensors
 // within kFocusRadius of it, with at most kKickReplays replays.
@@ -33,7 +33,7 @@ constexpr int32_t kPopulation = 48;
 // The seed of the genetic round that runs first where no start completes
 // (the later rounds draw from 1, 2, ...).
 constexpr uint64_t kGeneticFirstSeed = 1000;
-// The kicks' random draws (step 4).
+// The kicks' random draws (steps 2 and 5).
 constexpr uint64_t kKicksSeed = 2000;
 
 // a is a better replay than b: feasible first, then faster.
@@ -226,7 +226,7 @@ bool StepZero(const Trace& trace, const Hardware& hardware,
     }
   }
   // Still none: first a genetic round from the plan and the portfolio, with
-  // a quarter of the budget (as step 2's, ending on the target or when it
+  // a quarter of the budget (as step 3's, ending on the target or when it
   // stalls), and the local search from its best plan. The local search from
   // a plan that does not complete spends its budget making it complete,
   // change by change, and converges late from a worse start.
@@ -294,11 +294,17 @@ Plan Kicked(const Trace& trace, const Hardware& hardware,
   return next;
 }
 
-// Step 4: kicks from `plan` (which completes), each followed by the local
+// Step 2: kicks from `plan` (which completes), each followed by the local
 // search near the tensors it changed; a kicked plan that then beats `plan`
 // replaces it. While the budget has a replay for the kick and one for the
 // search after it; charges every replay to `spent`. True where a kick improved
 // the plan.
+//
+// The kicks are drawn and read one after another, each from the plan as the
+// ones before it left it. The next few (one per thread) are drawn ahead from
+// the plan as it is and run at once, each on its own thread: the same kicks,
+// results and charges as one after another (a kick rarely improves the plan;
+// those drawn after one that did are drawn again), in less time.
 bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
            const AnytimeOptions& options, Workers& workers, Plan& plan,
            SimulationResult& replay, int64_t& spent) {
@@ -311,37 +317,80 @@ bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
   // has its decision fixed): after this many, no kick would.
   constexpr int32_t kMaxIdleKicks = 64;
   int32_t idle = 0;
-  for (int64_t left = options.max_replays - spent;
-       left > 1 && idle < kMaxIdleKicks; left = options.max_replays - spent) {
-    if (options.stop != nullptr && options.stop->StopNow()) break;
+  struct Kick {
+    SplitMix64 before{0};  // the draws before it and after it
+    SplitMix64 after{0};
+    Plan plan;  // kicked, then searched
     int32_t center = 0;
-    Plan next =
-        Kicked(trace, hardware, options, run_starts, plan, random, center);
-    if (next.decisions == plan.decisions) {
-      ++idle;
-      continue;
+    bool changes = false;
+    int64_t replays = 0;  // its local search's budget
+    SimulationResult replay;
+    int64_t spent = 0;
+  };
+  const size_t ahead = static_cast<size_t>(std::max(workers.threads(), 1));
+  std::vector<Kick> kicks;
+  for (bool done = false; !done;) {
+    if (options.stop != nullptr && options.stop->StopNow()) break;
+    // Drawn ahead as if none improved the plan and each spent all its
+    // budget (a local search may spend less: see below).
+    kicks.clear();
+    SplitMix64 draws = random;
+    int64_t left = options.max_replays - spent;
+    for (int32_t idle_ahead = idle;
+         kicks.size() < ahead && left > 1 && idle_ahead < kMaxIdleKicks;) {
+      Kick& k = kicks.emplace_back();
+      k.before = draws;
+      k.plan =
+          Kicked(trace, hardware, options, run_starts, plan, draws, k.center);
+      k.after = draws;
+      k.changes = k.plan.decisions != plan.decisions;
+      idle_ahead = k.changes ? 0 : idle_ahead + 1;
+      if (!k.changes) continue;
+      k.replays = std::min(left - 1, kKickReplays);
+      left -= 1 + k.replays;
     }
-    idle = 0;
-    SimulationResult kicked =
-        Replay(trace, hardware, budget_bytes, options, next);
-    ++spent;
-    PolishOptions local =
-        PolishFor(options, workers, std::min(left - 1, kKickReplays));
-    // On the caller's thread: a few moves per scan, each batch too small
-    // for a second thread to gain what waking it costs (the same changes
-    // on any number of threads, polish.h).
-    local.workers = nullptr;
-    local.focus.assign(n, false);
-    for (int32_t t = std::max(0, center - kFocusRadius);
-         t <= std::min(n - 1, center + kFocusRadius); ++t) {
-      local.focus[t] = true;
+    if (kicks.empty()) break;
+    workers.ForEach(kicks.size(), [&](size_t i) {
+      Kick& k = kicks[i];
+      if (!k.changes) return;
+      k.replay = Replay(trace, hardware, budget_bytes, options, k.plan);
+      PolishOptions local = PolishFor(options, workers, k.replays);
+      // On this thread alone (a few moves per scan), stopped between kicks.
+      local.workers = nullptr;
+      local.stop = nullptr;
+      local.focus.assign(n, false);
+      for (int32_t t = std::max(0, k.center - kFocusRadius);
+           t <= std::min(n - 1, k.center + kFocusRadius); ++t) {
+        local.focus[t] = true;
+      }
+      k.spent =
+          1 + Polish(trace, hardware, budget_bytes, local, k.plan, k.replay)
+                  .replays;
+    });
+    for (Kick& k : kicks) {
+      const int64_t left_now = options.max_replays - spent;
+      if (left_now <= 1 || idle >= kMaxIdleKicks) {
+        done = true;
+        break;
+      }
+      if (k.changes && std::min(left_now - 1, kKickReplays) != k.replays) {
+        random = k.before;  // its search's budget is another: again
+        break;
+      }
+      random = k.after;
+      if (!k.changes) {
+        ++idle;
+        continue;
+      }
+      idle = 0;
+      spent += k.spent;
+      if (!Faster(k.replay, replay)) continue;
+      plan = std::move(k.plan);
+      replay = std::move(k.replay);
+      improved = true;
+      done = OnTarget(replay, options.target_ns);
+      break;  // the kicks after it were drawn from the plan before
     }
-    spent += Polish(trace, hardware, budget_bytes, local, next, kicked).replays;
-    if (!Faster(kicked, replay)) continue;
-    plan = std::move(next);
-    replay = std::move(kicked);
-    improved = true;
-    if (OnTarget(replay, options.target_ns)) break;
   }
   return improved;
 }
@@ -377,7 +426,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   // Whether the local search converged at `plan`. Another from the plan
   // would replay a whole scan to keep nothing, unless more replays than it
   // had left afford the pairs (small traces): it is not run; those replays
-  // go to the genetic rounds instead (docs/planner.md).
+  // go to the kicks or the genetic rounds instead (docs/planner.md).
   bool converged = false;
   const auto polish = [&](int64_t replays) {
     if (converged) return;
@@ -415,11 +464,19 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
       }
       if (OnTarget(replay, options.target_ns) || stopped()) return result;
     }
+    // 2. From the local optimum, kicks with all that is left.
+    if (options.kicks) {
+      if (Kicks(trace, hardware, budget_bytes, options, workers, plan, replay,
+                result.replays)) {
+        result.improved = true;
+      }
+      return result;
+    }
   }
 
-  // 2. Rounds of a genetic search from the portfolio of starts, each
-  // followed by the local search from the best plan, while a round improves
-  // it.
+  // 3. Where no plan completes yet (or without kicks): rounds of a genetic
+  // search from the portfolio of starts, each followed by the local search
+  // from the best plan, while a round improves it.
   for (uint64_t round = 1;; ++round) {
     // Rounds go on, each from its own seed, while a generation's worth of
     // replays is left.
@@ -444,10 +501,10 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     if (OnTarget(replay, options.target_ns) || stopped() || found.stopped) {
       break;
     }
-    // 3. Local search from the best plan found, with what is left.
+    // 4. Local search from the best plan found, with what is left.
     polish(std::max<int64_t>(options.max_replays - result.replays, 0));
     if (OnTarget(replay, options.target_ns) || stopped()) break;
-    // 4. From the second round on, kicks with all that is left.
+    // 5. From the second round on, kicks with all that is left.
     if (options.kicks && round >= 2 && replay.feasible) {
       if (Kicks(trace, hardware, budget_bytes, options, workers, plan, replay,
                 result.replays)) {

@@ -91,12 +91,15 @@ TEST(AnytimeSearchTest, ASecondStartLeavesTheFirstLocalOptimum) {
   EXPECT_LT(two, one - one / 100) << one << " -> " << two;
 }
 
-// At its floor on seed 2404 neither the passes' plan nor the plan that
+// At its floor on seed 2409 neither the passes' plan nor the plan that
 // frees everything completes. Without the genetic round first, the local
 // search spends a quarter of the budget making the plan complete, change by
 // change, and the rest converges from a worse start: slower by more than 5%.
+// (Seed 2404 showed it until the kicks ran right after the local search:
+// they now make up for the worse start there. Over seeds 2400-2450 at their
+// floor the round runs first on 13, and gains on 10 of them.)
 TEST(AnytimeSearchTest, WhereNoStartCompletesAGeneticRoundRunsFirst) {
-  const UplinkCase c = UplinkDag(2404, 0);
+  const UplinkCase c = UplinkDag(2409, 0);
   PlannerOptions passes;
   passes.search_time_ms = 0;
   ASSERT_FALSE(PlanSlackSwap(c.trace, c.hardware, c.budget, passes)->feasible);
@@ -119,9 +122,9 @@ TEST(AnytimeSearchTest, TheMovesKeptMostOftenAreTriedFirst) {
   EXPECT_LT(adaptive, fixed - fixed * 2 / 100) << fixed << " -> " << adaptive;
 }
 
-// At 2% on seed 1226 the genetic rounds after the second find little. Kicks
-// instead (a few tensors near one changed at once, then the local search
-// near them) leave the local optimum: faster by more than 3%.
+// At 2% on seed 1226 genetic rounds from the local search's optimum find
+// little. Kicks instead (a few tensors near one changed at once, then the
+// local search near them) leave the local optimum: faster by more than 3%.
 TEST(AnytimeSearchTest, KicksLeaveTheGeneticRoundsLocalOptimum) {
   const auto [rounds, kicks] =
       Stage(UplinkDag(1226, 2), AnytimeOptions(), &AnytimeOptions::kicks);

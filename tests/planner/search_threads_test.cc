@@ -68,6 +68,29 @@ TEST(SearchThreadsTest, PolishKeepsTheSameChangesAtTheSameCost) {
   EXPECT_GT(changes, 20);  // the cases do improve
 }
 
+// The anytime search from `start` with `options`: its plan, replay and
+// result.
+struct Searched {
+  Plan plan;
+  SimulationResult replay;
+  AnytimeResult result;
+};
+Searched Search(const Case& c, const PlanningResult& start,
+                const AnytimeOptions& options) {
+  Searched s{start.plan, start.replay, {}};
+  s.result =
+      SearchAnytime(c.trace, c.hardware, c.budget, options, s.plan, s.replay);
+  return s;
+}
+
+// `b` as `a`: the same plan, replay time and charge.
+void ExpectSameSearch(const Searched& b, const Searched& a) {
+  ExpectSamePlan(b.plan, a.plan);
+  EXPECT_EQ(b.result.replays, a.result.replays);
+  EXPECT_EQ(b.result.improved, a.result.improved);
+  EXPECT_EQ(b.replay.iteration_ns, a.replay.iteration_ns);
+}
+
 TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {
   int improved = 0;
   for (const Case& c : Cases()) {
@@ -75,21 +98,11 @@ TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {
     const PlanningResult start = testing::PassesPlan(c, /*polish=*/true);
     AnytimeOptions options;
     options.max_replays = 600;
-    Plan one_plan = start.plan;
-    SimulationResult one_replay = start.replay;
     options.threads = 1;
-    const AnytimeResult one = SearchAnytime(c.trace, c.hardware, c.budget,
-                                            options, one_plan, one_replay);
-    improved += one.improved;
+    const Searched one = Search(c, start, options);
+    improved += one.result.improved;
     options.threads = 3;
-    Plan plan = start.plan;
-    SimulationResult replay = start.replay;
-    const AnytimeResult three =
-        SearchAnytime(c.trace, c.hardware, c.budget, options, plan, replay);
-    ExpectSamePlan(plan, one_plan);
-    EXPECT_EQ(three.replays, one.replays);
-    EXPECT_EQ(three.improved, one.improved);
-    EXPECT_EQ(replay.iteration_ns, one_replay.iteration_ns);
+    ExpectSameSearch(Search(c, start, options), one);
   }
   EXPECT_GE(improved, 3);
 }
@@ -108,25 +121,13 @@ TEST(SearchThreadsTest, TheKicksGiveTheSamePlanOnAnyThreads) {
     options.max_replays = 3000;
     options.threads = 1;
     options.kicks = false;
-    Plan rounds_plan = start.plan;
-    SimulationResult rounds_replay = start.replay;
-    SearchAnytime(c.trace, c.hardware, c.budget, options, rounds_plan,
-                  rounds_replay);
+    const Searched rounds = Search(c, start, options);
     options.kicks = true;
-    Plan one_plan = start.plan;
-    SimulationResult one_replay = start.replay;
-    const AnytimeResult one = SearchAnytime(c.trace, c.hardware, c.budget,
-                                            options, one_plan, one_replay);
-    kicked += one_plan.decisions != rounds_plan.decisions;
+    const Searched one = Search(c, start, options);
+    kicked += one.plan.decisions != rounds.plan.decisions;
     for (int threads : {2, 3}) {
       options.threads = threads;
-      Plan plan = start.plan;
-      SimulationResult replay = start.replay;
-      const AnytimeResult r =
-          SearchAnytime(c.trace, c.hardware, c.budget, options, plan, replay);
-      ExpectSamePlan(plan, one_plan);
-      EXPECT_EQ(r.replays, one.replays);
-      EXPECT_EQ(replay.iteration_ns, one_replay.iteration_ns);
+      ExpectSameSearch(Search(c, start, options), one);
     }
   }
   EXPECT_GE(kicked, 3);

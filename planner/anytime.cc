@@ -15,7 +15,7 @@
 namespace slackswap {
 namespace {
 
-// The kicks of steps 2 and 5: each sets 2 to kKickChanges tensors within
+// The kicks of step 4: each sets 2 to kKickChanges tensors within
 // kKickRadius (in tensor order) of a tensor drawn at random to other
 // decisions, and the local search that follows moves only the tensors
 // within kFocusRadius of it, with at most kKickReplays replays.
@@ -33,7 +33,7 @@ constexpr int32_t kPopulation = 48;
 // The seed of the genetic round that runs first where no start completes
 // (the later rounds draw from 1, 2, ...).
 constexpr uint64_t kGeneticFirstSeed = 1000;
-// The kicks' random draws (steps 2 and 5).
+// The kicks' random draws (step 4).
 constexpr uint64_t kKicksSeed = 2000;
 
 // a is a better replay than b: feasible first, then faster.
@@ -226,7 +226,7 @@ bool StepZero(const Trace& trace, const Hardware& hardware,
     }
   }
   // Still none: first a genetic round from the plan and the portfolio, with
-  // a quarter of the budget (as step 3's, ending on the target or when it
+  // a quarter of the budget (as step 2's, ending on the target or when it
   // stalls), and the local search from its best plan. The local search from
   // a plan that does not complete spends its budget making it complete,
   // change by change, and converges late from a worse start.
@@ -294,7 +294,7 @@ Plan Kicked(const Trace& trace, const Hardware& hardware,
   return next;
 }
 
-// Step 2: kicks from `plan` (which completes), each followed by the local
+// Step 4: kicks from `plan` (which completes), each followed by the local
 // search near the tensors it changed; a kicked plan that then beats `plan`
 // replaces it. While the budget has a replay for the kick and one for the
 // search after it; charges every replay to `spent`. True where a kick improved
@@ -426,7 +426,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   // Whether the local search converged at `plan`. Another from the plan
   // would replay a whole scan to keep nothing, unless more replays than it
   // had left afford the pairs (small traces): it is not run; those replays
-  // go to the kicks or the genetic rounds instead (docs/planner.md).
+  // go to the genetic rounds instead (docs/planner.md).
   bool converged = false;
   const auto polish = [&](int64_t replays) {
     if (converged) return;
@@ -464,19 +464,11 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
       }
       if (OnTarget(replay, options.target_ns) || stopped()) return result;
     }
-    // 2. From the local optimum, kicks with all that is left.
-    if (options.kicks) {
-      if (Kicks(trace, hardware, budget_bytes, options, workers, plan, replay,
-                result.replays)) {
-        result.improved = true;
-      }
-      return result;
-    }
   }
 
-  // 3. Where no plan completes yet (or without kicks): rounds of a genetic
-  // search from the portfolio of starts, each followed by the local search
-  // from the best plan, while a round improves it.
+  // 2. Rounds of a genetic search from the portfolio of starts, each
+  // followed by the local search from the best plan, while a round improves
+  // it.
   for (uint64_t round = 1;; ++round) {
     // Rounds go on, each from its own seed, while a generation's worth of
     // replays is left.
@@ -501,10 +493,10 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     if (OnTarget(replay, options.target_ns) || stopped() || found.stopped) {
       break;
     }
-    // 4. Local search from the best plan found, with what is left.
+    // 3. Local search from the best plan found, with what is left.
     polish(std::max<int64_t>(options.max_replays - result.replays, 0));
     if (OnTarget(replay, options.target_ns) || stopped()) break;
-    // 5. From the second round on, kicks with all that is left.
+    // 4. From the second round on, kicks with all that is left.
     if (options.kicks && round >= 2 && replay.feasible) {
       if (Kicks(trace, hardware, budget_bytes, options, workers, plan, replay,
                 result.replays)) {

@@ -19,27 +19,25 @@
 //      step from a second start with as many (a local search stays in its
 //      start's basin): the fastest of the portfolio below that completes,
 //      whose place in the portfolio the result takes;
-//   2. where the plan completes, kicks with all that is left (an iterated
-//      local search): a few tensors near one drawn at random get other
-//      decisions, the improvement step runs from there on the tensors near
-//      it alone (PolishOptions::focus), and the result replaces the plan
-//      where it is faster. One kick per thread runs at once, each drawn
-//      from the plan as the kicks before it leave it;
-//   3. where no plan completes yet: rounds of a genetic search (genetic.h)
-//      seeded with the plan, the extra starts the caller gives (SlackSwap's
-//      plans for other budgets), the all-keep plan, the plan that rebuilds
-//      everything it may, the plan that swaps everything it may and the plan
-//      of step 0, each with two thirds of what is left (a third while no
-//      plan completes: the local search from the first that does needs the
-//      rest) and stopping after max(60, a third of its generations) without
-//      a better plan;
-//   4. after each round, the improvement step from the best plan found,
+//   2. rounds of a genetic search (genetic.h) seeded with the plan, the
+//      extra starts the caller gives (SlackSwap's plans for other budgets),
+//      the all-keep plan, the plan that rebuilds everything it may, the
+//      plan that swaps everything it may and the plan of step 0, each with
+//      two thirds of what is left (a third while no plan completes: the
+//      local search from the first that does needs the rest) and stopping
+//      after max(60, a third of its generations) without a better plan;
+//   3. after each round, the improvement step from the best plan found,
 //      unless that is a plan the step converged at (PolishResult::
 //      converged: it would only replay a scan to keep nothing);
 //      another round, from the next seed, while a generation's worth of
 //      the budget (a population's replays) is left;
-//   5. from the second round's step 4 on, where the plan completes, the
-//      kicks of step 2 with all that is left instead of more rounds.
+//   4. from the second round's step 3 on, where the plan completes, kicks
+//      with all that is left instead of more rounds (an iterated local
+//      search): a few tensors near one drawn at random get other decisions,
+//      the improvement step runs from there on the tensors near it alone
+//      (PolishOptions::focus), and the result replaces the plan where it is
+//      faster. One kick per thread runs at once, each drawn from the plan
+//      as the kicks before it leave it.
 // Each stage stops as soon as a plan completes within `target_ns`. The best
 // plan found is kept; a feasible plan is never traded for a slower one.
 //
@@ -101,8 +99,7 @@ struct AnytimeOptions {
   // where no start completes (off only to measure them).
   bool second_start = true;
   bool genetic_first = true;
-  // The kicks of steps 2 and 5 (off only to measure them: the genetic rounds
-  // then run instead).
+  // Step 4's kicks (off only to measure them).
   bool kicks = true;
   // The local search's adaptive order of moves (PolishOptions::
   // adaptive_order; off only to measure it).

@@ -177,12 +177,11 @@ BENCHMARK(BM_PlanNodeFourJobs)->Unit(benchmark::kMillisecond);
 // chain, branched blocks, a DAG; simulator/medium_traces.h) at 2% above
 // their proven floor, where the passes are far from the bound and the search
 // runs to its limit (target: under 200 ms).
-void PlanMedium300(benchmark::State& state, int search_threads,
-                   uint64_t seed = 1) {
+void PlanMedium300(benchmark::State& state, int search_threads) {
   MediumTraceOptions options;
   options.shape = static_cast<MediumShape>(state.range(0));
   options.min_tensors = options.max_tensors = 300;
-  const MediumTrace medium = RandomMediumTrace(seed, options);
+  const MediumTrace medium = RandomMediumTrace(1, options);
   const Trace trace = *ValidateTrace(medium.trace);
   const int64_t floor = ComputeProvenFloor(trace).bytes;
   const int64_t budget = floor + (AllKeepPeakBytes(trace) - floor) / 50;
@@ -206,18 +205,10 @@ void BM_PlanMedium300(benchmark::State& state) {
 void BM_PlanMedium300OneThread(benchmark::State& state) {
   PlanMedium300(state, 1);
 }
-// The chain of seed 2, where the local search converges with most of the
-// budget left and the kicks (anytime.h, step 2) spend the rest.
-void BM_PlanMedium300Kicks(benchmark::State& state) {
-  PlanMedium300(state, PlannerOptions().search_threads, /*seed=*/2);
-}
 BENCHMARK(BM_PlanMedium300)
     ->Arg(static_cast<int>(MediumShape::kChain))
     ->Arg(static_cast<int>(MediumShape::kBranches))
     ->Arg(static_cast<int>(MediumShape::kDag))
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_PlanMedium300Kicks)
-    ->Arg(static_cast<int>(MediumShape::kChain))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlanMedium300OneThread)
     ->Arg(static_cast<int>(MediumShape::kChain))

@@ -107,32 +107,6 @@ TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {
   EXPECT_GE(improved, 3);
 }
 
-// The kicks (anytime.h, step 2) run one per thread at once, drawn ahead
-// from the plan as it is; those drawn after one that improved it, or whose
-// local search would get another budget near the end, are drawn again. The
-// same plan at the same cost on one, two or three threads, on cases where
-// the kicks change the plan.
-TEST(SearchThreadsTest, TheKicksGiveTheSamePlanOnAnyThreads) {
-  int kicked = 0;
-  for (const Case& c : Cases()) {
-    SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
-    const PlanningResult start = testing::PassesPlan(c, /*polish=*/true);
-    AnytimeOptions options;
-    options.max_replays = 3000;
-    options.threads = 1;
-    options.kicks = false;
-    const Searched rounds = Search(c, start, options);
-    options.kicks = true;
-    const Searched one = Search(c, start, options);
-    kicked += one.plan.decisions != rounds.plan.decisions;
-    for (int threads : {2, 3}) {
-      options.threads = threads;
-      ExpectSameSearch(Search(c, start, options), one);
-    }
-  }
-  EXPECT_GE(kicked, 3);
-}
-
 // The planner itself: the same answer, statistics included, whatever
 // PlannerOptions::search_threads says.
 TEST(SearchThreadsTest, PlanSlackSwapGivesTheSameAnswerOnAnyThreads) {

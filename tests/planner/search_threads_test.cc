@@ -68,29 +68,6 @@ TEST(SearchThreadsTest, PolishKeepsTheSameChangesAtTheSameCost) {
   EXPECT_GT(changes, 20);  // the cases do improve
 }
 
-// The anytime search from `start` with `options`: its plan, replay and
-// result.
-struct Searched {
-  Plan plan;
-  SimulationResult replay;
-  AnytimeResult result;
-};
-Searched Search(const Case& c, const PlanningResult& start,
-                const AnytimeOptions& options) {
-  Searched s{start.plan, start.replay, {}};
-  s.result =
-      SearchAnytime(c.trace, c.hardware, c.budget, options, s.plan, s.replay);
-  return s;
-}
-
-// `b` as `a`: the same plan, replay time and charge.
-void ExpectSameSearch(const Searched& b, const Searched& a) {
-  ExpectSamePlan(b.plan, a.plan);
-  EXPECT_EQ(b.result.replays, a.result.replays);
-  EXPECT_EQ(b.result.improved, a.result.improved);
-  EXPECT_EQ(b.replay.iteration_ns, a.replay.iteration_ns);
-}
-
 TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {
   int improved = 0;
   for (const Case& c : Cases()) {
@@ -98,11 +75,21 @@ TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {
     const PlanningResult start = testing::PassesPlan(c, /*polish=*/true);
     AnytimeOptions options;
     options.max_replays = 600;
+    Plan one_plan = start.plan;
+    SimulationResult one_replay = start.replay;
     options.threads = 1;
-    const Searched one = Search(c, start, options);
-    improved += one.result.improved;
+    const AnytimeResult one = SearchAnytime(c.trace, c.hardware, c.budget,
+                                            options, one_plan, one_replay);
+    improved += one.improved;
     options.threads = 3;
-    ExpectSameSearch(Search(c, start, options), one);
+    Plan plan = start.plan;
+    SimulationResult replay = start.replay;
+    const AnytimeResult three =
+        SearchAnytime(c.trace, c.hardware, c.budget, options, plan, replay);
+    ExpectSamePlan(plan, one_plan);
+    EXPECT_EQ(three.replays, one.replays);
+    EXPECT_EQ(three.improved, one.improved);
+    EXPECT_EQ(replay.iteration_ns, one_replay.iteration_ns);
   }
   EXPECT_GE(improved, 3);
 }

@@ -3,8 +3,8 @@
 // The slackswap command's subcommands, one family per file: generate and
 // simulate (cli_simulate.cc); plan, optimum, compare and frontier
 // (cli_plan.cc); bench-server (cli_bench.cc); presets and report
-// (cli_report.cc). Each reads its flags (cli_flags.h) and returns the exit
-// status (cli_output.h).
+// (cli_report.cc); study (cli_study.cc). Each reads its flags (cli_flags.h) and
+// returns the exit status (cli_output.h).
 #ifndef SLACKSWAP_CLIENT_CLI_COMMANDS_H_
 #define SLACKSWAP_CLIENT_CLI_COMMANDS_H_
 
@@ -21,6 +21,7 @@ int NodeCommand(Backend& backend);
 int BenchServer(Backend& backend);
 int Presets();
 int Report();
+int Study();
 
 }  // namespace slackswap
 

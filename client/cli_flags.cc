@@ -102,9 +102,19 @@ ABSL_FLAG(std::string, policies,
           "slackswap,vdnn,superneurons,swapadvisor,checkpointing",
           absl::StrCat("compare: comma-separated policies, of:",
                        slackswap::PolicyHelp()));
-ABSL_FLAG(
-    int64_t, genetic_evaluations, 10000,
-    "compare, report: plans the genetic search replays (the optimality check)");
+ABSL_FLAG(int64_t, genetic_evaluations, 10000,
+          "compare, report, study: plans the genetic search replays (the "
+          "optimality check)");
+ABSL_FLAG(uint64_t, first_seed, 1001,
+          "study: the seed of each kind's first trace (the next traces take "
+          "the next seeds; docs/results.md section 15 uses 201)");
+ABSL_FLAG(int32_t, traces_per_kind, 4, "study: traces of each kind");
+ABSL_FLAG(std::string, kinds, "",
+          "study: comma-separated kinds, of: chain, branches, dag, preset, "
+          "small, uplink (empty: all)");
+ABSL_FLAG(bool, references, true,
+          "study: also the genetic search, SwapAdvisor, block checkpointing "
+          "and the exact optimum (false: SlackSwap and its passes alone)");
 ABSL_FLAG(double, target, 0,
           "frontier: throughput ratio to reach, in (0, 1] (0: none)");
 ABSL_FLAG(std::string, fractions, "",

@@ -71,13 +71,22 @@ Usage:
       planning threads take the calls in arrival order, as the server's do.
   slackswap report [--out_dir DIR] [--quick] [--genetic_evaluations N]
       Reproduce the paper's evaluation: DIR/results.md and DIR/results/*.svg.
+  slackswap study [--first_seed N] [--traces_per_kind N] [--kinds K,K,...]
+                  [--search_ms MS] [--genetic_evaluations N] [--references=false]
+                  [--json]
+      SlackSwap on traces drawn from seeds (deep chains, branched blocks,
+      random DAGs, varied presets on every GPU, small traces, DAGs behind a
+      shared uplink) at the proven floor and 2%, 10% and 30% above it, against
+      the best plan of the genetic search seeded with its plan, SwapAdvisor,
+      block checkpointing and the exact optimum: one row per cell, then the
+      losses' median, p99 and worst.
   slackswap presets
       The hardware presets and each workload preset's calibration figures, as
       Markdown tables (docs/workloads.md is made from this output).
   slackswap help
       This text. `slackswap --help` lists every flag.
 
-Every subcommand but report and presets runs in-process, or with --server ADDRESS
+Every subcommand but report, study and presets runs in-process, or with --server ADDRESS
 against a slackswap-server (with --tls_ca, --tls_cert, --tls_key, --deadline).
 
 Exit status: 0 on success, 2 on a usage error, 1 on any other error.)";
@@ -103,6 +112,7 @@ int main(int argc, char** argv) {
   }
   if (command == "presets") return slackswap::Presets();
   if (command == "report") return slackswap::Report();
+  if (command == "study") return slackswap::Study();
   using Command = int (*)(slackswap::Backend&);
   Command run = nullptr;
   if (command == "generate") run = slackswap::Generate;

@@ -89,6 +89,12 @@ absl::StatusOr<Case> MakeCase(const std::string& kind, uint64_t seed,
 
 }  // namespace
 
+const std::vector<std::string>& BeyondSmallKinds() {
+  static const auto* kinds = new std::vector<std::string>{
+      "chain", "branches", "dag", "preset", "small", "uplink"};
+  return *kinds;
+}
+
 double BeyondSmallCell::LossToBest() const {
   if (slackswap != PlanOutcome::kPlanned) return 0;
   int64_t best = slackswap_ns;
@@ -156,6 +162,10 @@ absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(
                                              c.hardware, budget, passes_only));
         cell.passes = passes.Outcome();
         cell.passes_ns = passes.replay.iteration_ns;
+        if (!options.references) {
+          cells.push_back(std::move(cell));
+          continue;
+        }
         const auto consider = [&](const char* name, bool feasible, int64_t ns) {
           if (!feasible) return;
           if (!cell.other_planned || ns < cell.best_other_ns) {

@@ -245,5 +245,25 @@ check "frontier from the floor" test "$(exit_code "$cli" frontier --preset gpt2-
 check "frontier points start at or above the proven floor" test "$(json_get "$work/out" \
   'all(int(p["budget_bytes"]) >= int(d["proven_floor_bytes"]) for p in d["points"])')" = True
 
+# study: SlackSwap against the other searches on traces drawn from seeds.
+check "study runs" test "$(exit_code "$cli" study --first_seed 7 --traces_per_kind 1 \
+  --kinds small,chain --genetic_evaluations 300 --json)" = 0
+check "study: one cell per kind, trace and level" test "$(json_get "$work/out" \
+  'sorted((c["kind"], c["level"]) for c in d["cells"]) == sorted((k, l) for k in ("small", "chain") for l in ("floor", "+2%", "+10%", "+30%"))')" = True
+check "study: each loss is the iteration over the best plan found" test "$(json_get "$work/out" \
+  'sum(c["outcome"] == "planned" for c in d["cells"]) >= 5 and all(abs(c["loss"] - (c["iteration_ns"] / c["best_ns"] - 1)) < 1e-6 and c["best_ns"] <= c["iteration_ns"] for c in d["cells"] if c["outcome"] == "planned")')" = True
+check "study: the exact optimum on the small trace" test "$(json_get "$work/out" \
+  'all("optimum_ns" in c for c in d["cells"] if c["kind"] == "small" and c["outcome"] == "planned")')" = True
+check "study: the summary's worst is the worst cell's" test "$(json_get "$work/out" \
+  'abs(d["summary"]["loss_worst"] - max(c.get("loss", 0) for c in d["cells"])) < 1e-6 and d["summary"]["cells"] == 8')" = True
+check "study without references" test "$(exit_code "$cli" study --first_seed 7 \
+  --traces_per_kind 1 --kinds small --references=false --json)" = 0
+check "study without references: SlackSwap alone" test "$(json_get "$work/out" \
+  'len(d["cells"]) == 4 and not any("best_other_ns" in c or "loss" in c for c in d["cells"]) and "loss_p99" not in d["summary"]')" = True
+check "study rejects an unknown kind" test "$(exit_code "$cli" study --kinds chain,magic)" = 2
+check "study names the kinds" grep -q -- "--kinds: unknown kind 'magic'; the kinds are chain" "$work/err"
+check "study rejects no traces" test "$(exit_code "$cli" study --traces_per_kind 0)" = 2
+check "study names the flag" grep -q -- "--traces_per_kind must be" "$work/err"
+
 echo "$passed passed, $failed failed"
 test "$failed" = 0

@@ -132,5 +132,36 @@ TEST(BeyondSmallTest, AtTheFloorTheSearchPlansWhereThePassesDoNot) {
   EXPECT_EQ(planned, 3);
 }
 
+// `slackswap study --references=false`: SlackSwap's answers alone, the
+// same as with the other searches beside them.
+TEST(BeyondSmallTest, WithoutReferencesTheSameAnswersAlone) {
+  BeyondSmallOptions options = Suite();
+  options.kinds = {"small", "chain"};
+  options.genetic_evaluations = 300;
+  const absl::StatusOr<std::vector<BeyondSmallCell>> with =
+      RunBeyondSmallStudy(options);
+  ASSERT_TRUE(with.ok()) << with.status();
+  options.references = false;
+  const absl::StatusOr<std::vector<BeyondSmallCell>> alone =
+      RunBeyondSmallStudy(options);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_EQ(alone->size(), with->size());
+  int references = 0;
+  for (size_t i = 0; i < with->size(); ++i) {
+    const BeyondSmallCell& a = (*alone)[i];
+    const BeyondSmallCell& w = (*with)[i];
+    EXPECT_EQ(a.trace + a.level, w.trace + w.level);
+    EXPECT_EQ(a.slackswap, w.slackswap) << w.trace << " " << w.level;
+    EXPECT_EQ(a.slackswap_ns, w.slackswap_ns) << w.trace << " " << w.level;
+    EXPECT_EQ(a.passes_ns, w.passes_ns) << w.trace << " " << w.level;
+    EXPECT_FALSE(a.other_planned || a.optimum_ran);
+    EXPECT_EQ(a.LossToBest(), 0);
+    references += w.other_planned || w.optimum_ran;
+  }
+  // The other searches ran beside SlackSwap: the exact optimum on the small
+  // trace, the genetic search's plans on the chain.
+  EXPECT_EQ(references, static_cast<int>(with->size()));
+}
+
 }  // namespace
 }  // namespace slackswap

@@ -74,9 +74,10 @@ ABSL_FLAG(double, gap_target, 0.005,
           "plan, compare, frontier, node: the anytime search goes on while "
           "the plan is more than this fraction above the lower bound "
           "(docs/planner.md)");
-ABSL_FLAG(double, search_ms, 150,
-          "plan, compare, frontier, node: the anytime search's limit, in ms "
-          "counted as replays (the same plan on every machine); 0: no search");
+ABSL_FLAG(
+    double, search_ms, 150,
+    "plan, compare, frontier, node, study: the anytime search's limit, in "
+    "ms counted as replays (the same plan on every machine); 0: no search");
 ABSL_FLAG(bool, lp_bound, false,
           "plan, compare, frontier: also bound the iteration with the linear "
           "program (COIN-OR Clp) and report the larger bound");

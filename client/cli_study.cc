@@ -115,16 +115,9 @@ Summary Summarize(const std::vector<BeyondSmallCell>& cells) {
     s.over1 += loss > 0.01;
     s.over5 += loss > 0.05;
   }
-  std::sort(losses.begin(), losses.end());
-  // (As section 15 of docs/results.md takes them.)
-  const auto at = [&](double q) {
-    if (losses.empty()) return 0.0;
-    return losses[std::min(losses.size() - 1,
-                           static_cast<size_t>(q * losses.size()))];
-  };
-  s.median = at(0.5);
-  s.p99 = at(0.99);
-  s.worst = at(1.0);
+  s.median = LossQuantile(losses, 0.5);
+  s.p99 = LossQuantile(losses, 0.99);
+  s.worst = LossQuantile(losses, 1.0);
   return s;
 }
 

@@ -95,6 +95,14 @@ const std::vector<std::string>& BeyondSmallKinds() {
   return *kinds;
 }
 
+double LossQuantile(std::vector<double> losses, double q) {
+  if (losses.empty()) return 0;
+  std::sort(losses.begin(), losses.end());
+  return losses[std::min(
+      losses.size() - 1,
+      static_cast<size_t>(q * static_cast<double>(losses.size())))];
+}
+
 double BeyondSmallCell::LossToBest() const {
   if (slackswap != PlanOutcome::kPlanned) return 0;
   int64_t best = slackswap_ns;

@@ -83,6 +83,10 @@ struct BeyondSmallOptions {
   int32_t timing_runs = 1;
 };
 
+// The q-quantile of `losses` (q in [0, 1]) as the study reports it: the
+// element at rank floor(q * n), the largest for q = 1; 0 when empty.
+double LossQuantile(std::vector<double> losses, double q);
+
 absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(
     const BeyondSmallOptions& options);
 

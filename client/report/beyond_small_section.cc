@@ -42,11 +42,6 @@ absl::Status Report::BeyondSmall() {
   options.timing_runs = 3;
   SLACKSWAP_ASSIGN_OR_RETURN(const std::vector<BeyondSmallCell> cells,
                              RunBeyondSmallStudy(options));
-  const auto percentile = [](std::vector<double> v, double q) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
-  };
   std::vector<double> all_losses;
   int all_no_plan = 0;
   double slowest = 0, optimum_worst = 0;
@@ -85,14 +80,14 @@ absl::Status Report::BeyondSmall() {
         &md_,
         MarkdownRow({kind, absl::StrCat(n), absl::StrCat(no_plan_passes),
                      absl::StrCat(no_plan),
-                     absl::StrFormat("%.2f%%", 100 * percentile(losses, 0.5)),
-                     absl::StrFormat("%.2f%%", 100 * percentile(losses, 0.9)),
-                     absl::StrFormat("%.2f%%", 100 * percentile(losses, 1.0)),
+                     absl::StrFormat("%.2f%%", 100 * LossQuantile(losses, 0.5)),
+                     absl::StrFormat("%.2f%%", 100 * LossQuantile(losses, 0.9)),
+                     absl::StrFormat("%.2f%%", 100 * LossQuantile(losses, 1.0)),
                      absl::StrCat(over1), absl::StrCat(over5),
                      absl::StrFormat("%.0f ms", kind_slowest)}));
   }
-  const double p99 = percentile(all_losses, 0.99);
-  const double worst = percentile(all_losses, 1.0);
+  const double p99 = LossQuantile(all_losses, 0.99);
+  const double worst = LossQuantile(all_losses, 1.0);
   absl::StrAppend(
       &md_,
       absl::StrFormat(
@@ -101,7 +96,7 @@ absl::Status Report::BeyondSmall() {
           "at most %.2f%% above the exact optimum; the slowest plan took "
           "%.0f ms.\n\n",
           static_cast<int>(cells.size()), all_no_plan,
-          100 * percentile(all_losses, 0.5), 100 * p99, 100 * worst,
+          100 * LossQuantile(all_losses, 0.5), 100 * p99, 100 * worst,
           100 * optimum_worst, slowest));
   if (!worst_cells.empty()) {
     absl::StrAppend(&md_,

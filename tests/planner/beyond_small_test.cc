@@ -163,5 +163,17 @@ TEST(BeyondSmallTest, WithoutReferencesTheSameAnswersAlone) {
   EXPECT_EQ(references, static_cast<int>(with->size()));
 }
 
+// The quantiles the report's section 15 and `slackswap study` both give.
+TEST(BeyondSmallTest, LossQuantilesTakeTheRankFloorOfQTimesN) {
+  EXPECT_EQ(LossQuantile({}, 0.5), 0);
+  EXPECT_EQ(LossQuantile({0.3, 0.1, 0.2}, 0.5), 0.2);
+  EXPECT_EQ(LossQuantile({0.3, 0.1, 0.2}, 1.0), 0.3);
+  EXPECT_EQ(LossQuantile({0.3, 0.1, 0.2}, 0.0), 0.1);
+  std::vector<double> hundred;
+  for (int i = 99; i >= 0; --i) hundred.push_back(i);
+  EXPECT_EQ(LossQuantile(hundred, 0.99), 99);  // rank 99 of 0..99
+  EXPECT_EQ(LossQuantile(hundred, 0.9), 90);
+}
+
 }  // namespace
 }  // namespace slackswap

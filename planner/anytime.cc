@@ -114,6 +114,7 @@ PolishOptions PolishFor(const AnytimeOptions& options, Workers& workers,
   p.target_ns = options.target_ns;
   p.physics = options.physics;
   p.adaptive_order = options.adaptive_order;
+  p.earliest_issue = options.earliest_issue;
   return p;
 }
 
@@ -145,6 +146,7 @@ GeneticResult GeneticRound(const Trace& trace, const Hardware& hardware,
   genetic.per_layer_barriers = options.per_layer_barriers;
   genetic.target_ns = options.target_ns;
   genetic.physics = options.physics;
+  genetic.earliest_issue = options.earliest_issue;
   genetic.stall_generations = static_cast<int32_t>(std::max<int64_t>(
       kStallGenerations, genetic.max_evaluations / kPopulation / 3));
   genetic.should_stop = [&] {
@@ -245,7 +247,9 @@ bool StepZero(const Trace& trace, const Hardware& hardware,
 
 // `plan` kicked: 2 to kKickChanges tensors near a random one get another
 // decision (a swap the host's pinned memory would not hold is skipped), new
-// swaps prefetched at their need, every issue point back in its window.
+// swaps prefetched at their need, every issue point back in its window
+// (where AnytimeOptions::earliest_issue applies, every swap at the earliest
+// point of its window).
 // Sets `center` to the tensor drawn.
 Plan Kicked(const Trace& trace, const Hardware& hardware,
             const AnytimeOptions& options,
@@ -279,6 +283,9 @@ Plan Kicked(const Trace& trace, const Hardware& hardware,
     next.decisions[t] = d;
   }
   const std::vector<int32_t> need = DeriveNeeds(trace, next.decisions);
+  const bool earliest =
+      options.earliest_issue &&
+      EarliestIssueIsBest(options.physics, PrefetchAdmission::kAnySpeed);
   for (int32_t t = 0; t < n; ++t) {
     if (next.decisions[t] != Decision::kSwap) {
       next.prefetch_issue_op[t] = 0;
@@ -286,10 +293,13 @@ Plan Kicked(const Trace& trace, const Hardware& hardware,
     }
     const IssueWindow window = IssueWindowOf(
         trace, t, need[t], options.per_layer_barriers, run_starts);
-    // A new swap is prefetched at its need.
-    next.prefetch_issue_op[t] = window.Clamp(
-        plan.decisions[t] == Decision::kSwap ? next.prefetch_issue_op[t]
-                                             : window.latest);
+    // A new swap is prefetched at its need, or every swap at the earliest
+    // where that is never slower.
+    next.prefetch_issue_op[t] =
+        earliest ? window.earliest
+                 : window.Clamp(plan.decisions[t] == Decision::kSwap
+                                    ? next.prefetch_issue_op[t]
+                                    : window.latest);
   }
   return next;
 }

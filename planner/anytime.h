@@ -38,6 +38,10 @@
 //      (PolishOptions::focus), and the result replaces the plan where it is
 //      faster. One kick per thread runs at once, each drawn from the plan
 //      as the kicks before it leave it.
+// Where EarliestIssueIsBest (simulator/event_model.h) holds, every stage
+// issues each swap at the earliest point of its window once a plan
+// completes, and moves decisions only (AnytimeOptions::earliest_issue;
+// docs/planner.md, "Issue points at the earliest").
 // Each stage stops as soon as a plan completes within `target_ns`. The best
 // plan found is kept; a feasible plan is never traded for a slower one.
 //
@@ -104,6 +108,12 @@ struct AnytimeOptions {
   // The local search's adaptive order of moves (PolishOptions::
   // adaptive_order; off only to measure it).
   bool adaptive_order = true;
+  // Where EarliestIssueIsBest (event_model.h) holds, every swap issued at
+  // the earliest point of its window: by the local search once its plan
+  // completes (PolishOptions::earliest_issue), the genetic rounds
+  // (GeneticOptions::earliest_issue) and the kicks (off only to measure
+  // it).
+  bool earliest_issue = true;
 };
 
 struct AnytimeResult {

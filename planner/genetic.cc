@@ -36,6 +36,9 @@ class Search {
         hw_(hardware),
         options_(options),
         run_starts_(BlockRunStarts(trace)),
+        earliest_(
+            options.earliest_issue &&
+            EarliestIssueIsBest(options.physics, PrefetchAdmission::kAnySpeed)),
         rng_(options.seed) {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
@@ -61,6 +64,9 @@ class Search {
   const Hardware& hw_;
   const GeneticOptions& options_;
   const std::vector<int32_t> run_starts_;
+  // Every swap issued at the earliest point of its window
+  // (GeneticOptions::earliest_issue, where it applies).
+  const bool earliest_;
   SimulationOptions sim_;
   std::vector<int32_t> mutable_;
   std::mt19937_64 rng_;
@@ -94,10 +100,10 @@ void Search::Normalize(Plan& plan) const {
       plan.prefetch_issue_op[t] = 0;
       continue;
     }
+    const IssueWindow window = IssueWindowOf(
+        trace_, t, need[t], options_.per_layer_barriers, run_starts_);
     plan.prefetch_issue_op[t] =
-        IssueWindowOf(trace_, t, need[t], options_.per_layer_barriers,
-                      run_starts_)
-            .Clamp(plan.prefetch_issue_op[t]);
+        earliest_ ? window.earliest : window.Clamp(plan.prefetch_issue_op[t]);
   }
 }
 
@@ -157,7 +163,9 @@ void Search::Mutate(Plan& plan) {
   for (int c = 0; c < changes; ++c) {
     const int32_t t = mutable_[pick(rng_)];
     const uint64_t roll = rng_() % 4;
-    if (plan.decisions[t] == Decision::kSwap && roll == 0) {
+    // (With earliest_, issue points do not move: the roll changes the
+    // decision instead.)
+    if (plan.decisions[t] == Decision::kSwap && roll == 0 && !earliest_) {
       // Move the prefetch: up to 16 ops either way (clamped by Normalize).
       plan.prefetch_issue_op[t] += static_cast<int32_t>(rng_() % 33) - 16;
       continue;

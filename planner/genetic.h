@@ -56,6 +56,12 @@ struct GeneticOptions {
   int32_t stall_generations = 0;
   // The node physics every replay applies.
   Physics physics;
+  // Where EarliestIssueIsBest (event_model.h) holds, every plan's swaps are
+  // issued at the earliest points of their windows (IssuedAtEarliest,
+  // plan.h): the search's draws of issue points could not make a plan
+  // faster there. The anytime search's rounds set it; the genetic policy
+  // keeps the issue points it draws.
+  bool earliest_issue = false;
 };
 
 struct GeneticResult {

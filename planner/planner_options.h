@@ -99,6 +99,13 @@ struct PlannerOptions {
   // what the any-speed rule costs (docs/results.md): plans made under
   // kFitsNow can deadlock at other speeds.
   PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
+  // Where EarliestIssueIsBest (simulator/event_model.h) holds for the
+  // replays, the improvement step and the anytime search issue every swap
+  // at the earliest point of its window once a plan completes (docs/
+  // planner.md, "Issue points at the earliest"). RunPolicy turns it off
+  // where the plan is judged under a reserved budget: the allocator the
+  // replays leave out is not covered by that rule. Off only to measure it.
+  bool earliest_issue = true;
   // Asked between rounds and inside the passes: PlanSlackSwap returns
   // PlanningStopped() soon after it says true.
   StopFunction should_stop;

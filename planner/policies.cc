@@ -218,6 +218,8 @@ absl::StatusOr<PlanningResult> RunPolicy(Policy policy, const Trace& trace,
   PolicyOptions prepared = options;
   const Physics node = options.physics.NodeOnly();
   prepared.slackswap.physics = node;
+  prepared.slackswap.earliest_issue =
+      options.slackswap.earliest_issue && !options.physics.budget_reserved;
   prepared.swapadvisor.physics = node;
   prepared.genetic_search.physics = node;
   prepared.optimum.physics = node;
@@ -268,6 +270,8 @@ std::optional<PlannerOptions> SlackSwapOptionsFor(
   PlannerOptions o = options.slackswap;
   if (options.should_stop) o.should_stop = options.should_stop;
   o.physics = options.physics.NodeOnly();
+  o.earliest_issue =
+      options.slackswap.earliest_issue && !options.physics.budget_reserved;
   switch (policy) {
     case Policy::kSlackSwap:
       return o;

@@ -8,63 +8,13 @@
 
 #include "base/workers.h"
 #include "planner/recompute_pass.h"
+#include "planner/replay_against.h"
 #include "planner/replay_cost.h"
 #include "planner/trades.h"
 #include "simulator/schedule.h"
 
 namespace slackswap {
 namespace {
-
-// a is a better plan than b (see polish.h).
-bool Better(const SimulationResult& a, const SimulationResult& b) {
-  if (a.feasible != b.feasible) return a.feasible;
-  if (a.feasible) return a.iteration_ns < b.iteration_ns;
-  if (a.infeasibility.op != b.infeasibility.op)
-    return a.infeasibility.op > b.infeasibility.op;
-  return a.iteration_ns > b.iteration_ns;
-}
-
-// A replay of `plan` that stops once it cannot be better than `reference`
-// (a feasible plan only wins by a shorter iteration: SimulationOptions::
-// cutoff_ns). Without replaying when its profiled steps alone take as long.
-// Where `waited` is set, the replay marks it (SimulationOptions::
-// issue_waited). With `derived`, the plan's schedule (derived for its
-// decisions); else with `need`, the plan's needs (DeriveNeeds; taken).
-SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
-                               const Plan& plan, SimulationOptions options,
-                               const SimulationResult& reference,
-                               std::vector<uint8_t>* waited,
-                               const Schedule* derived = nullptr,
-                               std::vector<int32_t>* need = nullptr) {
-  if (reference.feasible) {
-    options.cutoff_ns = reference.iteration_ns;
-    int64_t steps_ns = trace.ideal_ns;
-    for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-      if (plan.decisions[t] == Decision::kRecompute)
-        steps_ns += trace.tensors[t].recompute_ns;
-    }
-    if (steps_ns >= options.cutoff_ns) {
-      SimulationResult cut;
-      cut.feasible = false;
-      cut.cut_off = true;
-      cut.infeasibility.op = 0;  // (costs only a replay's overhead)
-      return cut;
-    }
-  }
-  if (waited != nullptr) {
-    waited->assign(trace.tensors.size(), 0);
-    options.issue_waited = waited;
-  }
-  if (derived != nullptr)
-    return SimulateSchedule(trace, hardware, plan, *derived, options);
-  // Derived into the thread's own schedule, whose memory each replay reuses.
-  thread_local Schedule schedule;
-  if (need != nullptr)
-    DeriveSchedule(trace, plan, schedule, *need);
-  else
-    DeriveSchedule(trace, plan, schedule);
-  return SimulateSchedule(trace, hardware, plan, schedule, options);
-}
 
 enum class Issue : uint8_t { kLatest, kEarliest, kHalfway, kEarlier, kLater };
 
@@ -143,6 +93,10 @@ class Polisher {
     }
     return true;
   }
+  // Once the plan completes where EarliestIssueIsBest holds: its swaps moved
+  // to the earliest points of their windows (a replay, charged) and kept
+  // there from then on (earliest_).
+  void IssueAtEarliest(Plan& plan, SimulationResult& replay);
   // Derives the schedule of the plan the moves start from (one thread).
   void DeriveFor(const Plan& plan) {
     if (plan_schedule_valid_ && plan.decisions == plan_schedule_for_) return;
@@ -242,6 +196,11 @@ class Polisher {
   std::vector<uint8_t> waited_;
   // Those of Try's last replay.
   std::vector<uint8_t> tried_waited_;
+  // The plan's swaps are issued at the earliest points of their windows, and
+  // every candidate's are (IssueAtEarliest); `earliest_tried_`: whether
+  // that was tried.
+  bool earliest_ = false;
+  bool earliest_tried_ = false;
   // DeriveFor's schedule and the decisions it was derived for.
   Schedule plan_schedule_;
   std::vector<Decision> plan_schedule_for_;
@@ -293,6 +252,12 @@ std::vector<Move> Polisher::Moves(const Plan& plan,
   for (int32_t t : order) {
     const Decision d = plan.decisions[t];
     auto add = [&](Decision to, Issue issue) {
+      // With the swaps issued at the earliest (earliest_), an issue point
+      // does not move, and a new swap's is the earliest.
+      if (earliest_ && to == Decision::kSwap &&
+          (d == Decision::kSwap || issue != Issue::kEarliest)) {
+        return;
+      }
       if (Allowed(t, to)) moves.push_back({t, to, issue});
     };
     switch (d) {
@@ -370,9 +335,30 @@ Plan Polisher::Apply(const Plan& plan, const Move& move,
           break;
       }
     }
-    next.prefetch_issue_op[t] = std::clamp(issue, earliest, latest);
+    next.prefetch_issue_op[t] =
+        earliest_ ? earliest : std::clamp(issue, earliest, latest);
   }
   return next;
+}
+
+void Polisher::IssueAtEarliest(Plan& plan, SimulationResult& replay) {
+  earliest_tried_ = true;
+  if (!options_.earliest_issue ||
+      !EarliestIssueIsBest(options_.physics, options_.prefetch_admission)) {
+    return;
+  }
+  Plan earliest = IssuedAtEarliest(trace_, plan);
+  if (earliest.prefetch_issue_op != plan.prefetch_issue_op) {
+    SimulationResult r = SimulateSchedule(
+        trace_, hw_, earliest, DeriveSchedule(trace_, earliest), sim_);
+    spent_millis_ += kReplayMillis;
+    // (Never slower where EarliestIssueIsBest holds; checked all the same.)
+    if (!r.feasible || r.iteration_ns > replay.iteration_ns) return;
+    plan = std::move(earliest);
+    replay = std::move(r);
+    waited_.clear();  // (marks only moves of issue points use)
+  }
+  earliest_ = true;
 }
 
 PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
@@ -389,6 +375,7 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
   bool pairs = false;   // single changes first; pairs once they stall
   bool traded = false;  // trades scanned since the last change
   while (!OutOfBudget() && !OnTarget(replay)) {
+    if (!earliest_tried_ && replay.feasible) IssueAtEarliest(plan, replay);
     // Trades (Trades) before each scan of single changes that follows a
     // change: a single change cannot make them (keeping a rebuilt tensor
     // alone needs memory the plan does not have; rebuilding a kept one alone

@@ -37,6 +37,11 @@
 // infeasible plans the one whose replay got further (a later op, then a later
 // time): so the search also looks for a feasible plan where repair left none.
 //
+// Where issuing a prefetch earlier never slows a replay (EarliestIssueIsBest:
+// the any-speed rule without contention, skew or allocator), a completed
+// plan's swaps are all issued at the earliest points of their windows and
+// stay there: only decisions change (PolishOptions::earliest_issue).
+//
 // The changes are tried most promising first: for a feasible plan, the
 // dearest rebuilds first (a short stall may cost less than a rebuild: a swap
 // instead, or a keep where memory allows), then the swaps (rebuilt instead
@@ -95,6 +100,13 @@ struct PolishOptions {
   // plan's: it is not replayed (or charged). The same changes, for fewer
   // replays (off only to measure it).
   bool skip_same_replays = true;
+  // Where EarliestIssueIsBest (event_model.h) holds for these options, once
+  // the plan completes every swap is issued at the earliest point of its
+  // window (IssuedAtEarliest, plan.h; one replay), every candidate keeps its
+  // swaps there and the moves change decisions only: a later issue point
+  // cannot make a plan faster there, nor an earlier one slower. The same
+  // local optima for fewer replays (off only to measure it).
+  bool earliest_issue = true;
   // Where not empty (one flag per tensor): only moves on the flagged
   // tensors, and neither trades nor pairs; the search converges when a scan
   // of those moves keeps nothing (the anytime search's kicks, anytime.h).

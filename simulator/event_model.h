@@ -259,6 +259,24 @@ SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
                                   const Plan& plan, const Schedule& schedule,
                                   const SimulationOptions& options);
 
+// Whether a swap's prefetch issued earlier in its window never makes a
+// replay under these settings slower or stop completing: the any-speed
+// admission rule, and no HBM contention, skewed ranks or allocator model.
+// The admission rule lets a prefetch start only where every compute step up
+// to its deadline still fits with it resident, so starting it sooner takes
+// no memory a step needs; the H2D queue runs in need order, so a later head
+// only holds back the prefetches behind it. Contention (a moving copy slows
+// ops), skew (a rank's copies slow another's) and an allocator (an earlier
+// allocation fragments the cache) break that argument, and so does the
+// fits-now rule. Checked by tests/simulator/issue_point_properties_test.cc;
+// the searches issue every prefetch at the earliest point of its window
+// where it holds (IssuedAtEarliest, plan.h; docs/planner.md).
+inline bool EarliestIssueIsBest(const Physics& physics,
+                                PrefetchAdmission admission) {
+  return admission == PrefetchAdmission::kAnySpeed && !physics.hbm_contention &&
+         physics.rank_skew_ns == 0 && physics.allocator == AllocatorKind::kNone;
+}
+
 // Peak resident bytes of the all-keep run with unlimited memory: the
 // reference for budgets given as a fraction of peak. With fixed transfers,
 // whose bytes' lifetimes depend on the speeds, the bytes every speed holds

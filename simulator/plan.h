@@ -70,6 +70,19 @@ inline IssueWindow IssueWindowOf(const Trace& trace, int32_t t, int32_t need,
           barriers ? run_starts[need] : need};
 }
 
+// `plan` with every swap's prefetch issued at the earliest operator of its
+// window (the one after its last forward use). Under the conditions of
+// EarliestIssueIsBest (event_model.h) a replay of it is never slower than
+// one of `plan` and completes wherever `plan` does (docs/planner.md, "Issue
+// points at the earliest").
+inline Plan IssuedAtEarliest(const Trace& trace, Plan plan) {
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (plan.decisions[t] == Decision::kSwap)
+      plan.prefetch_issue_op[t] = trace.tensors[t].last_forward_use + 1;
+  }
+  return plan;
+}
+
 }  // namespace slackswap
 
 #endif  // SLACKSWAP_SIMULATOR_PLAN_H_

@@ -92,12 +92,14 @@ bool SamePlan(const Plan& a, const Plan& b) {
 
 // The local search with and without one of its skips (`skip`) on a 59-tensor
 // DAG near its floor: the same changes and plan, converged, for strictly
-// fewer replays with it.
-void ExpectSameChangesForFewerReplays(bool PolishOptions::*skip) {
+// fewer replays with it. (`earliest_issue` as PolishOptions'.)
+void ExpectSameChangesForFewerReplays(bool PolishOptions::*skip,
+                                      bool earliest_issue = true) {
   Start skipping = DagStart(10, 60, 10);
   Start again = DagStart(10, 60, 10);
   ASSERT_TRUE(skipping.replay.feasible);
   PolishOptions options;
+  options.earliest_issue = earliest_issue;
   options.max_replays = 600;  // first improvements: 4 x the moves is more
   const PolishResult skipped =
       Polish(skipping.c.trace, skipping.c.hardware, skipping.c.budget, options,
@@ -170,8 +172,11 @@ TEST(PolishTest, AnUnmarkedPrefetchIssuedEarlierReplaysTheSame) {
 
 // Such a move is then not replayed in the local search: the same changes,
 // for fewer replays.
+// (Where every swap is issued at the earliest, no move changes an issue
+// point: the skip serves where EarliestIssueIsBest does not hold.)
 TEST(PolishTest, AMoveThatReplaysAsThePlanIsNotReplayed) {
-  ExpectSameChangesForFewerReplays(&PolishOptions::skip_same_replays);
+  ExpectSameChangesForFewerReplays(&PolishOptions::skip_same_replays,
+                                   /*earliest_issue=*/false);
 }
 
 // A search with a focus changes the decisions of the tensors in it alone,
@@ -211,6 +216,40 @@ TEST(PolishTest, AFocusedSearchChangesOnlyTheTensorsInItsFocus) {
     outside = outside || s.plan.decisions[t] != local.decisions[t];
   }
   EXPECT_TRUE(outside);
+}
+
+// Where EarliestIssueIsBest holds, a completed plan's swaps go to the
+// earliest points of their windows and only decisions move from there: the
+// search converges with every swap there, for fewer replays than with
+// issue points moving, which leaves swaps elsewhere. Where it does not hold
+// (the fits-now rule), the issue points move as before.
+TEST(PolishTest, WhereEarlierIsNeverSlowerSwapsAreIssuedAtTheEarliest) {
+  PolishOptions options;
+  options.max_replays = 2000;
+  Start on = DagStart(10, 60, 10);
+  const PolishResult with = Polish(on.c.trace, on.c.hardware, on.c.budget,
+                                   options, on.plan, on.replay);
+  Start off = DagStart(10, 60, 10);
+  options.earliest_issue = false;
+  const PolishResult without = Polish(off.c.trace, off.c.hardware, off.c.budget,
+                                      options, off.plan, off.replay);
+  ASSERT_TRUE(with.converged);
+  ASSERT_TRUE(without.converged);
+  EXPECT_GE(with.changes, 2);
+  EXPECT_TRUE(SamePlan(on.plan, IssuedAtEarliest(on.c.trace, on.plan)));
+  EXPECT_FALSE(SamePlan(off.plan, IssuedAtEarliest(off.c.trace, off.plan)));
+  EXPECT_LT(with.replays, without.replays);
+  SimulationOptions sim;
+  sim.budget_bytes = on.c.budget;
+  EXPECT_EQ(Simulate(on.c.trace, on.c.hardware, on.plan, sim)->iteration_ns,
+            on.replay.iteration_ns);
+
+  Start fits = DagStart(10, 60, 10);
+  options.earliest_issue = true;
+  options.prefetch_admission = PrefetchAdmission::kFitsNow;
+  Polish(fits.c.trace, fits.c.hardware, fits.c.budget, options, fits.plan,
+         fits.replay);
+  EXPECT_FALSE(SamePlan(fits.plan, IssuedAtEarliest(fits.c.trace, fits.plan)));
 }
 
 // Converged means a local optimum: another search from its plan, with no

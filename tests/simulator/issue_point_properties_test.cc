@@ -26,6 +26,7 @@ namespace {
 
 using ::slackswap::testing::AddRandomFixedTransfers;
 using ::slackswap::testing::RandomPlan;
+using ::slackswap::testing::SharedUplink;
 using ::slackswap::testing::SmallWorkloads;
 using ::slackswap::testing::Workload;
 
@@ -63,14 +64,6 @@ std::vector<Workload> Workloads() {
   return out;
 }
 
-// Two GPUs in lockstep behind an uplink as fast as one GPU's link.
-Hardware SharedUplink(Hardware hw) {
-  hw.gpus_per_uplink = 2;
-  hw.uplink_d2h_bytes_per_second = hw.d2h_bytes_per_second;
-  hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second;
-  return hw;
-}
-
 struct Counts {
   int plans = 0;        // completed random plans
   int comparisons = 0;  // earlier issue points replayed against them
@@ -97,7 +90,7 @@ TEST(IssuePointPropertyTest, AnEarlierIssuePointIsNeverSlower) {
       SCOPED_TRACE(absl::StrCat(w.name, " trial ", trial));
       const bool barriers = trial % 3 == 2;
       const Hardware hw =
-          trial % 4 == 1 ? SharedUplink(w.hardware) : w.hardware;
+          trial % 4 == 1 ? SharedUplink(w.hardware, 2) : w.hardware;
       const Plan plan = RandomPlan(w.trace, barriers, rng);
       SimulationOptions options;
       options.per_layer_barriers = barriers;

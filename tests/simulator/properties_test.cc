@@ -19,6 +19,7 @@ namespace slackswap {
 namespace {
 
 using ::slackswap::testing::RandomPlan;
+using ::slackswap::testing::SharedUplink;
 using ::slackswap::testing::SmallWorkloads;
 using ::slackswap::testing::Workload;
 
@@ -34,14 +35,6 @@ SimulationOptions SweepOptions(int64_t peak, int trial) {
   options.budget_bytes = static_cast<int64_t>(peak * (0.4 + 0.05 * trial));
   options.per_layer_barriers = trial % 4 == 3;
   return options;
-}
-
-// `ranks` GPUs behind one uplink as fast as one GPU's link.
-Hardware SharedUplink(Hardware hw, int ranks) {
-  hw.gpus_per_uplink = ranks;
-  hw.uplink_d2h_bytes_per_second = hw.d2h_bytes_per_second;
-  hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second;
-  return hw;
 }
 
 // HBM contention where the hardware can carry it (HBM at least twice the

@@ -49,6 +49,14 @@ inline Plan RandomPlan(const Trace& trace, bool barriers,
   return plan;
 }
 
+// `ranks` GPUs behind one uplink as fast as one GPU's link.
+inline Hardware SharedUplink(Hardware hw, int ranks) {
+  hw.gpus_per_uplink = ranks;
+  hw.uplink_d2h_bytes_per_second = hw.d2h_bytes_per_second;
+  hw.uplink_h2d_bytes_per_second = hw.h2d_bytes_per_second;
+  return hw;
+}
+
 // Adds 0-6 random valid fixed transfers (trace.h) to `spec`, which must
 // have an operator: both directions; sizes from 1/4 to 4 times a random
 // tensor's (now and then 0 bytes); after_op and before_op anywhere they are

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "base/stop.h"
@@ -21,6 +22,10 @@ struct Fitness {
     return feasible ? time_ns < other.time_ns : time_ns > other.time_ns;
   }
 };
+
+// With GeneticOptions::earliest_issue, the breedings a child gets before
+// it is replayed even though it repeats a known plan.
+constexpr int kBreedAttempts = 4;
 
 struct Individual {
   Plan plan;
@@ -262,7 +267,30 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
     const int64_t room = (budget_millis - spent_millis_) / kReplayMillis;
     std::vector<Individual> children(
         std::min<int64_t>(static_cast<int64_t>(population), room));
-    for (Individual& child : children) child.plan = Breed(pool);
+    if (earliest_ && best_so_far.feasible) {
+      // With every swap at the earliest a plan is its decisions, and many
+      // children repeat a plan of the pool or of the generation (parents
+      // that differed in issue points alone): once a plan completes, such a
+      // child is bred again, up to kBreedAttempts times, so that the
+      // replays go to plans not yet known and the pool keeps its variety.
+      // (While none completes, the pool's repeats of the plans that get
+      // furthest are what the search climbs by.)
+      std::set<std::vector<Decision>> known;
+      for (const Individual& ind : pool) known.insert(ind.plan.decisions);
+      for (Individual& child : children) {
+        for (int attempt = 1;; ++attempt) {
+          child.plan = Breed(pool);
+          Normalize(child.plan);
+          if (known.insert(child.plan.decisions).second ||
+              attempt == kBreedAttempts) {
+            break;
+          }
+          ++result.bred_again;
+        }
+      }
+    } else {
+      for (Individual& child : children) child.plan = Breed(pool);
+    }
     // A full pool of completed plans: a child slower than its slowest is
     // never kept (ties keep the older), so its replay may stop there.
     int64_t cutoff_ns = SimulationOptions::kNoCutoff;

@@ -59,8 +59,10 @@ struct GeneticOptions {
   // Where EarliestIssueIsBest (event_model.h) holds, every plan's swaps are
   // issued at the earliest points of their windows (IssuedAtEarliest,
   // plan.h): the search's draws of issue points could not make a plan
-  // faster there. The anytime search's rounds set it; the genetic policy
-  // keeps the issue points it draws.
+  // faster there; and a child that repeats a plan of the pool or of its
+  // generation is bred again (up to 4 times) rather than replayed. The
+  // anytime search's rounds set it; the genetic policy keeps the issue
+  // points it draws.
   bool earliest_issue = false;
 };
 
@@ -73,6 +75,9 @@ struct GeneticResult {
   int64_t replays_run = 0;  // whether cut short or not
   int64_t replays_cut = 0;  // of those, cut off (cut_off_children)
   bool stopped = false;     // should_stop ended it early
+  // With earliest_issue: children bred again because they repeated a plan
+  // of the pool or of their generation.
+  int64_t bred_again = 0;
 };
 
 // `seeds` must be valid plans for the trace (ValidatePlan); at least one.

@@ -156,3 +156,42 @@ TEST(PolishCostTest, StaysWithinItsBudgetInChargedReplays) {
 
 }  // namespace
 }  // namespace slackswap
+
+namespace slackswap {
+namespace {
+
+// With earliest_issue (the anytime search's rounds) every plan's swaps are
+// at the earliest points of their windows; children that repeat a plan the
+// pool or their generation holds are bred again, so the search replays
+// fewer repeats; and it is deterministic.
+TEST(GeneticEarliestTest, SwapsAtTheEarliestAndRepeatsBredAgain) {
+  for (const Case& c : MediumCases()) {
+    SCOPED_TRACE(c.trace.name);
+    const std::vector<Plan> seeds = {
+        PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan,
+        Plan::AllKeep(c.trace)};
+    GeneticOptions options;
+    options.max_evaluations = 1500;
+    options.charge_partial_replays = true;
+    options.earliest_issue = true;
+    const GeneticResult with =
+        RunGenetic(c.trace, c.hardware, c.budget, seeds, options);
+    ASSERT_TRUE(with.replay.feasible);
+    EXPECT_EQ(with.best.prefetch_issue_op,
+              IssuedAtEarliest(c.trace, with.best).prefetch_issue_op);
+    EXPECT_GT(with.bred_again, 0);
+    const GeneticResult again =
+        RunGenetic(c.trace, c.hardware, c.budget, seeds, options);
+    EXPECT_EQ(with.best.decisions, again.best.decisions);
+    EXPECT_EQ(with.replays_run, again.replays_run);
+    EXPECT_EQ(with.bred_again, again.bred_again);
+    // The genetic policy's default: issue points as drawn, no breeding again.
+    options.earliest_issue = false;
+    const GeneticResult drawn =
+        RunGenetic(c.trace, c.hardware, c.budget, seeds, options);
+    EXPECT_EQ(drawn.bred_again, 0);
+  }
+}
+
+}  // namespace
+}  // namespace slackswap

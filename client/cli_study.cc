@@ -140,7 +140,8 @@ void PrintText(const std::vector<BeyondSmallCell>& cells, const Summary& s,
         Ns(c.passes == PlanOutcome::kPlanned, c.passes_ns), "\t",
         Ns(c.other_planned, c.best_other_ns), "\t",
         c.other_planned ? c.best_other : "-", "\t",
-        Ns(c.optimum_planned, c.optimum_ns), "\t",
+        c.optimum_gave_up ? "gave-up" : Ns(c.optimum_planned, c.optimum_ns),
+        "\t",
         references && planned ? absl::StrFormat("%.2f%%", 100 * c.LossToBest())
                               : "-",
         "\n");
@@ -179,6 +180,7 @@ void PrintJson(const std::vector<BeyondSmallCell>& cells, const Summary& s,
     }
     if (c.optimum_planned)
       absl::StrAppend(&row, ", \"optimum_ns\": ", c.optimum_ns);
+    if (c.optimum_gave_up) absl::StrAppend(&row, ", \"optimum_gave_up\": true");
     if (BestNs(c) > 0) absl::StrAppend(&row, ", \"best_ns\": ", BestNs(c));
     if (references && planned) {
       absl::StrAppend(&row,

@@ -201,12 +201,18 @@ absl::StatusOr<std::vector<BeyondSmallCell>> RunBeyondSmallStudy(
         }
         if (c.trace.num_tensors() <= kMaxOptimumTensors &&
             !UsesNodePhysics(c.hardware, Physics())) {
-          SLACKSWAP_ASSIGN_OR_RETURN(
-              const PlanningResult opt,
-              PlanOptimum(c.trace, c.hardware, budget, OptimumOptions()));
-          cell.optimum_ran = true;
-          cell.optimum_planned = opt.feasible;
-          cell.optimum_ns = opt.replay.iteration_ns;
+          const absl::StatusOr<PlanningResult> opt =
+              PlanOptimum(c.trace, c.hardware, budget, OptimumOptions());
+          if (absl::IsResourceExhausted(opt.status())) {
+            // The exact search gave up (OptimumOptions::max_replays): the
+            // cell has no optimum, as a larger trace has none.
+            cell.optimum_gave_up = true;
+          } else {
+            SLACKSWAP_RETURN_IF_ERROR(opt.status());
+            cell.optimum_ran = true;
+            cell.optimum_planned = opt->feasible;
+            cell.optimum_ns = opt->replay.iteration_ns;
+          }
         }
         cells.push_back(std::move(cell));
       }

@@ -53,6 +53,8 @@ struct BeyondSmallCell {
   std::string best_other;
   // The exact optimum (at most 16 tensors), when it ran.
   bool optimum_ran = false;
+  // It was tried and gave up at OptimumOptions::max_replays (no optimum).
+  bool optimum_gave_up = false;
   bool optimum_planned = false;
   int64_t optimum_ns = 0;
 

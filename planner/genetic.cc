@@ -62,6 +62,8 @@ class Search {
   void Evaluate(std::vector<Individual>& batch,
                 int64_t cutoff_ns = SimulationOptions::kNoCutoff);
   Plan Breed(const std::vector<Individual>& pool);
+  void BreedChildren(const std::vector<Individual>& pool, bool feasible,
+                     std::vector<Individual>& children, GeneticResult& result);
   void Mutate(Plan& plan);
   const Individual& Tournament(const std::vector<Individual>& pool);
 
@@ -207,6 +209,37 @@ Plan Search::Breed(const std::vector<Individual>& pool) {
   return child;  // (Evaluate normalizes it, on the replaying thread)
 }
 
+// Breeds `children` (sized) from `pool`; `feasible`: whether a plan of the
+// search has completed.
+void Search::BreedChildren(const std::vector<Individual>& pool, bool feasible,
+                           std::vector<Individual>& children,
+                           GeneticResult& result) {
+  if (earliest_ && feasible) {
+    // With every swap at the earliest a plan is its decisions, and many
+    // children repeat a plan of the pool or of the generation (parents
+    // that differed in issue points alone): once a plan completes, such a
+    // child is bred again, up to kBreedAttempts times, so that the
+    // replays go to plans not yet known and the pool keeps its variety.
+    // (While none completes, the pool's repeats of the plans that get
+    // furthest are what the search climbs by.)
+    std::set<std::vector<Decision>> known;
+    for (const Individual& ind : pool) known.insert(ind.plan.decisions);
+    for (Individual& child : children) {
+      for (int attempt = 1;; ++attempt) {
+        child.plan = Breed(pool);
+        Normalize(child.plan);
+        if (known.insert(child.plan.decisions).second ||
+            attempt == kBreedAttempts) {
+          break;
+        }
+        ++result.bred_again;
+      }
+    }
+  } else {
+    for (Individual& child : children) child.plan = Breed(pool);
+  }
+}
+
 GeneticResult Search::Run(const std::vector<Plan>& seeds) {
   const size_t population =
       static_cast<size_t>(std::max(options_.population, 2));
@@ -267,30 +300,7 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
     const int64_t room = (budget_millis - spent_millis_) / kReplayMillis;
     std::vector<Individual> children(
         std::min<int64_t>(static_cast<int64_t>(population), room));
-    if (earliest_ && best_so_far.feasible) {
-      // With every swap at the earliest a plan is its decisions, and many
-      // children repeat a plan of the pool or of the generation (parents
-      // that differed in issue points alone): once a plan completes, such a
-      // child is bred again, up to kBreedAttempts times, so that the
-      // replays go to plans not yet known and the pool keeps its variety.
-      // (While none completes, the pool's repeats of the plans that get
-      // furthest are what the search climbs by.)
-      std::set<std::vector<Decision>> known;
-      for (const Individual& ind : pool) known.insert(ind.plan.decisions);
-      for (Individual& child : children) {
-        for (int attempt = 1;; ++attempt) {
-          child.plan = Breed(pool);
-          Normalize(child.plan);
-          if (known.insert(child.plan.decisions).second ||
-              attempt == kBreedAttempts) {
-            break;
-          }
-          ++result.bred_again;
-        }
-      }
-    } else {
-      for (Individual& child : children) child.plan = Breed(pool);
-    }
+    BreedChildren(pool, best_so_far.feasible, children, result);
     // A full pool of completed plans: a child slower than its slowest is
     // never kept (ties keep the older), so its replay may stop there.
     int64_t cutoff_ns = SimulationOptions::kNoCutoff;

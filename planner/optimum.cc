@@ -235,6 +235,13 @@ absl::Status Search::Leaf(int64_t recompute_ns) {
   leaf_done_ = false;
   // Issue points are not part of the schedule: derive it once per vector.
   schedule_ = DeriveSchedule(trace_, plan_);
+  if (options_.earliest_issue &&
+      EarliestIssueIsBest(options_.physics, sim_.prefetch_admission)) {
+    // None faster than every swap at the earliest: one replay.
+    for (int32_t t : swaps_)
+      plan_.prefetch_issue_op[t] = trace_.tensors[t].last_forward_use + 1;
+    return Replay();
+  }
   return Issue(0, 0);
 }
 

@@ -50,6 +50,12 @@ struct OptimumOptions {
   StopFunction should_stop;
   // The node physics every replay applies.
   Physics physics;
+  // Where EarliestIssueIsBest (simulator/event_model.h) holds, each decision
+  // vector is replayed once, with every swap at the earliest point of its
+  // window: no other issue point is faster there (docs/planner.md, "Issue
+  // points at the earliest"). Off, every issue point is searched (to check
+  // that both give the same optimum).
+  bool earliest_issue = true;
 };
 
 // The optimum, or an infeasible result whose reason says that no plan fits

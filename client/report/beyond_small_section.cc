@@ -45,6 +45,7 @@ absl::Status Report::BeyondSmall() {
   std::vector<double> all_losses;
   int all_no_plan = 0;
   double slowest = 0, optimum_worst = 0;
+  int optimum_gave_up = 0;
   std::vector<const BeyondSmallCell*> worst_cells;
   for (const std::string& kind : options.kinds) {
     std::vector<double> losses;
@@ -54,6 +55,7 @@ absl::Status Report::BeyondSmall() {
       if (c.kind != kind) continue;
       ++n;
       const bool others = c.other_planned || c.optimum_planned;
+      optimum_gave_up += c.optimum_gave_up;
       no_plan += c.slackswap != PlanOutcome::kPlanned && others;
       no_plan_passes += c.passes != PlanOutcome::kPlanned && others;
       Check(
@@ -98,6 +100,12 @@ absl::Status Report::BeyondSmall() {
           static_cast<int>(cells.size()), all_no_plan,
           100 * LossQuantile(all_losses, 0.5), 100 * p99, 100 * worst,
           100 * optimum_worst, slowest));
+  if (optimum_gave_up > 0) {
+    absl::StrAppend(&md_,
+                    absl::StrFormat("The exact optimum gave up (at 20 million "
+                                    "replays) in %d cells: none for them.\n\n",
+                                    optimum_gave_up));
+  }
   if (!worst_cells.empty()) {
     absl::StrAppend(&md_,
                     "Cells more than 5% slower than the best plan found:\n\n"

@@ -62,13 +62,17 @@ absl::Status Report::Allocator() {
         Physics reserving;
         reserving.allocator = kind;
         reserving.budget_reserved = true;
+        // (As RunPolicyWithinBudget plans: the allocator in the options'
+        // physics, which RunPolicy leaves out of the replays.)
+        PolicyOptions options = policy_options_;
+        options.physics = reserving;
         SLACKSWAP_ASSIGN_OR_RETURN(
             PlanningResult reserved,
             PlanUnderAllocator(w->trace, w->hardware, budget, reserving,
                                [&](int64_t resident_budget) {
                                  return RunPolicy(Policy::kSlackSwap, w->trace,
                                                   w->hardware, resident_budget,
-                                                  policy_options_);
+                                                  options);
                                }));
         Check(
             !reserved.feasible || reserved.replay.peak_reserved_bytes <= budget,

@@ -28,6 +28,12 @@ std::vector<Case> MediumCases() {
           testing::MakeMediumCase(MediumShape::kDag, 11, 80, 10)};
 }
 
+// The genetic searches' seeds: SlackSwap's plan and the all-keep plan.
+std::vector<Plan> SlackSwapAndAllKeep(const Case& c) {
+  return {PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan,
+          Plan::AllKeep(c.trace)};
+}
+
 TEST(ReplayCostTest, AFullReplayCostsOneAndOneCutShortItsShare) {
   int stalling = 0;
   for (const Case& c : MediumCases()) {
@@ -81,9 +87,7 @@ TEST(GeneticCutoffTest, CuttingChildrenOffChangesNothingButTheWork) {
   int64_t cut = 0;
   for (const Case& c : MediumCases()) {
     SCOPED_TRACE(c.trace.name);
-    const std::vector<Plan> seeds = {
-        PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan,
-        Plan::AllKeep(c.trace)};
+    const std::vector<Plan> seeds = SlackSwapAndAllKeep(c);
     GeneticOptions options;
     options.max_evaluations = 1500;
     options.seed = 3;
@@ -154,12 +158,6 @@ TEST(PolishCostTest, StaysWithinItsBudgetInChargedReplays) {
   }
 }
 
-}  // namespace
-}  // namespace slackswap
-
-namespace slackswap {
-namespace {
-
 // With earliest_issue (the anytime search's rounds) every plan's swaps are
 // at the earliest points of their windows; children that repeat a plan the
 // pool or their generation holds are bred again, so the search replays
@@ -167,9 +165,7 @@ namespace {
 TEST(GeneticEarliestTest, SwapsAtTheEarliestAndRepeatsBredAgain) {
   for (const Case& c : MediumCases()) {
     SCOPED_TRACE(c.trace.name);
-    const std::vector<Plan> seeds = {
-        PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan,
-        Plan::AllKeep(c.trace)};
+    const std::vector<Plan> seeds = SlackSwapAndAllKeep(c);
     GeneticOptions options;
     options.max_evaluations = 1500;
     options.charge_partial_replays = true;

@@ -1,5 +1,7 @@
 #include "base/workers.h"
 
+#include <algorithm>
+
 namespace slackswap {
 namespace {
 
@@ -72,6 +74,48 @@ void Workers::ForEach(size_t n, const std::function<void(size_t)>& body) {
   Drain();
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [&] { return finished_ == static_cast<int>(team_.size()); });
+}
+
+size_t MaxScanBatch(const Workers* workers) {
+  const size_t threads =
+      workers != nullptr ? static_cast<size_t>(workers->threads()) : 1;
+  return threads > 1 ? 8 * threads : 1;
+}
+
+size_t ScanInOrder(Workers* workers, size_t n,
+                   const std::function<void(size_t, size_t)>& prepare,
+                   const std::function<ScanVerdict(size_t, size_t)>& judge,
+                   const std::function<bool()>& batch) {
+  const size_t first =
+      workers != nullptr ? static_cast<size_t>(workers->threads()) : 1;
+  const size_t most = MaxScanBatch(workers);
+  size_t batch_size = first;
+  size_t m = 0;
+  while (m < n) {
+    if (batch != nullptr && !batch()) return m;
+    const size_t end = std::min(n, m + batch_size);
+    const auto prepare_one = [&](size_t slot) { prepare(slot, m + slot); };
+    if (workers != nullptr && end - m > 1) {
+      workers->ForEach(end - m, prepare_one);
+    } else {
+      for (size_t slot = 0; slot < end - m; ++slot) prepare_one(slot);
+    }
+    bool changed = false;
+    for (size_t i = m; i < end; ++i) {
+      const ScanVerdict verdict = judge(i - m, i);
+      if (verdict == ScanVerdict::kStop) return i + 1;
+      if (verdict == ScanVerdict::kChanged) {
+        m = i + 1;
+        changed = true;
+        break;
+      }
+    }
+    if (!changed) m = end;
+    // (Candidates prepared after a change were prepared in vain: a batch
+    // starts small again after one.)
+    batch_size = changed ? first : std::min(batch_size * 2, most);
+  }
+  return m;
 }
 
 }  // namespace slackswap

@@ -10,6 +10,10 @@
 // results in index order, and the outcome does not depend on the threads.
 // The workers run under the caller's stop function (stop.h).
 //
+// ScanInOrder runs a scan whose every step may change what the next is
+// judged against (a local search's plan) on the team as one thread would run
+// it, preparing the next few candidates ahead in parallel.
+//
 // Example:
 //   Workers workers(2);  // the caller and one more thread
 //   workers.ForEach(candidates.size(), [&](size_t i) {
@@ -30,6 +34,13 @@
 #include "base/stop.h"
 
 namespace slackswap {
+
+// What ScanInOrder's judge makes of a candidate.
+enum class ScanVerdict {
+  kNext,     // the state is as it was: go on with the next candidate
+  kChanged,  // the state changed: the candidates after it are prepared again
+  kStop,     // end the scan
+};
 
 class Workers {
  public:
@@ -67,6 +78,26 @@ class Workers {
   std::atomic<size_t> next_{0};
   std::vector<std::thread> team_;
 };
+
+// Candidates 0..n-1 in order, each prepared against the state the candidates
+// before it left, then judged, as one thread doing both would: the same
+// verdicts, so the same outcome on any number of threads (`workers` may be
+// null: the caller alone). prepare(slot, i) builds candidate i into the
+// caller's `slot` (below MaxScanBatch(workers)) against the state as it is;
+// it runs on any thread, a few candidates ahead of its turn, and so must only
+// read the state. judge(slot, i) runs on the calling thread in index order.
+// After a kChanged, the candidates prepared ahead against the old state are
+// prepared again. Batches hold a candidate per thread at first and double
+// (up to MaxScanBatch) while none changes the state; one thread prepares one
+// at a time. `batch`, when given, runs on the calling thread before each
+// batch; false ends the scan. Returns the index after the last candidate
+// judged.
+size_t MaxScanBatch(const Workers* workers);
+size_t ScanInOrder(
+    Workers* workers, size_t n,
+    const std::function<void(size_t slot, size_t i)>& prepare,
+    const std::function<ScanVerdict(size_t slot, size_t i)>& judge,
+    const std::function<bool()>& batch = nullptr);
 
 }  // namespace slackswap
 

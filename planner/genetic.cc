@@ -56,8 +56,10 @@ class Search {
   GeneticResult Run(const std::vector<Plan>& seeds);
 
  private:
-  // Makes `plan` valid: allowed decisions and issue points inside their window.
+  // Makes `plan` valid: allowed decisions (NormalizeDecisions, which a
+  // second call leaves as they are) and issue points inside their window.
   void Normalize(Plan& plan) const;
+  void NormalizeDecisions(Plan& plan) const;
   // Replays `batch`, each stopping once it cannot finish under `cutoff_ns`.
   void Evaluate(std::vector<Individual>& batch,
                 int64_t cutoff_ns = SimulationOptions::kNoCutoff);
@@ -82,7 +84,7 @@ class Search {
   int64_t cut_ = 0;
 };
 
-void Search::Normalize(Plan& plan) const {
+void Search::NormalizeDecisions(Plan& plan) const {
   int64_t swapped = 0;
   for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
     const Tensor& tensor = trace_.tensors[t];
@@ -101,6 +103,10 @@ void Search::Normalize(Plan& plan) const {
       }
     }
   }
+}
+
+void Search::Normalize(Plan& plan) const {
+  NormalizeDecisions(plan);
   const std::vector<int32_t> need = DeriveNeeds(trace_, plan.decisions);
   for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
     if (plan.decisions[t] != Decision::kSwap) {
@@ -227,7 +233,9 @@ void Search::BreedChildren(const std::vector<Individual>& pool, bool feasible,
     for (Individual& child : children) {
       for (int attempt = 1;; ++attempt) {
         child.plan = Breed(pool);
-        Normalize(child.plan);
+        // (Its issue points follow from its decisions: Evaluate sets them,
+        // on the replaying threads.)
+        NormalizeDecisions(child.plan);
         if (known.insert(child.plan.decisions).second ||
             attempt == kBreedAttempts) {
           break;
@@ -266,10 +274,9 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
       ind.plan = seeds[i % seeds.size()];
       Mutate(ind.plan);
     }
-    Normalize(ind.plan);
     pool.push_back(std::move(ind));
   }
-  Evaluate(pool);
+  Evaluate(pool);  // (which normalizes every plan first)
   GeneticResult result;
   const auto on_target = [&] {
     for (const Individual& ind : pool) {

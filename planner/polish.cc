@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/workers.h"
+#include "planner/move_order.h"
 #include "planner/recompute_pass.h"
 #include "planner/replay_against.h"
 #include "planner/replay_cost.h"
@@ -64,15 +65,38 @@ class Polisher {
             (spent_millis_ + kReplayMillis - 1) / kReplayMillis,
         0);
   }
-  // `plan` replayed against `reference` (ReplayAgainst, with its `need`
-  // where given), charged; its marks in tried_waited_.
-  SimulationResult Try(const Plan& plan, const SimulationResult& reference,
-                       std::vector<int32_t>* need = nullptr) {
-    SimulationResult r =
-        ReplayAgainst(trace_, hw_, plan, sim_, reference, &tried_waited_,
-                      SameSchedule(plan), need);
-    spent_millis_ += ReplayCostMillis(trace_, r);
-    return r;
+  // A candidate plan: built and replayed ahead of its turn (ScanInOrder's
+  // prepare, on any thread), then charged and judged in order.
+  struct Candidate {
+    bool replayed = false;
+    Plan plan;
+    int64_t swapped = 0;
+    SimulationResult replay;
+    std::vector<uint8_t> waited;  // its replay's marks
+    std::vector<int32_t> need;    // its needs where MakeCandidate made them
+  };
+  // Replays c.plan against `reference` (ReplayAgainst; with c.need where
+  // `with_need`). Reads the search's state only.
+  void Prepare(Candidate& c, const SimulationResult& reference,
+               bool with_need) const {
+    c.replay =
+        ReplayAgainst(trace_, hw_, c.plan, sim_, reference, &c.waited,
+                      SameSchedule(c.plan), with_need ? &c.need : nullptr);
+    c.replayed = true;
+  }
+  // Charges c's replay; where it is better than `replay`, c becomes the
+  // plan, its replay's marks `waited` (true).
+  bool Judge(Candidate& c, Plan& plan, SimulationResult& replay,
+             std::vector<uint8_t>& waited) {
+    spent_millis_ += ReplayCostMillis(trace_, c.replay);
+    if (!Better(c.replay, replay)) return false;
+    plan = std::move(c.plan);
+    replay = std::move(c.replay);
+    waited = std::move(c.waited);
+    return true;
+  }
+  std::vector<Candidate> Slots() const {
+    return std::vector<Candidate>(MaxScanBatch(options_.workers));
   }
   // Whether `candidate`, made by a move on t from `plan`, differs from it
   // only in an earlier issue point of t, where the plan's replay never
@@ -194,8 +218,6 @@ class Polisher {
   // The plan's replay's marks (SimulationOptions::issue_waited); empty while
   // not known (the plan the search started from).
   std::vector<uint8_t> waited_;
-  // Those of Try's last replay.
-  std::vector<uint8_t> tried_waited_;
   // The plan's swaps are issued at the earliest points of their windows, and
   // every candidate's are (IssueAtEarliest); `earliest_tried_`: whether
   // that was tried.
@@ -209,42 +231,8 @@ class Polisher {
 
 std::vector<Move> Polisher::Moves(const Plan& plan,
                                   const SimulationResult& replay) const {
-  std::vector<int32_t> order;
-  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
-    if (trace_.tensors[t].size_bytes > 0 &&
-        (options_.focus.empty() || options_.focus[t])) {
-      order.push_back(t);
-    }
-  }
-  // Group, then key within the group; ties by tensor id.
-  auto group = [&](int32_t t) {
-    if (!replay.feasible) {
-      const int32_t stuck = replay.infeasibility.op;
-      const Tensor& x = trace_.tensors[t];
-      if (x.producer_op <= stuck && stuck <= x.last_backward_use) return 0;
-      return 1;
-    }
-    switch (plan.decisions[t]) {
-      case Decision::kRecompute:
-        return 0;
-      case Decision::kSwap:
-        return 1;
-      case Decision::kKeep:
-        return 2;
-    }
-    return 3;
-  };
-  auto key = [&](int32_t t) {
-    const Tensor& x = trace_.tensors[t];
-    return plan.decisions[t] == Decision::kRecompute && replay.feasible
-               ? x.recompute_ns
-               : x.size_bytes;
-  };
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    const int ga = group(a), gb = group(b);
-    if (ga != gb) return ga < gb;
-    return key(a) > key(b);
-  });
+  const std::vector<int32_t> order =
+      TensorsInMoveOrder(trace_, options_.focus, plan, replay);
   // Where prefetches stall the plan, its link is the bottleneck: a swap
   // rebuilt instead is the most promising change to a swap.
   const bool link_bound = replay.feasible && replay.prefetch_wait_ns > 0;
@@ -430,30 +418,43 @@ bool Polisher::MakeCandidate(const Move& move, const Plan& plan,
 bool Polisher::Steepest(const std::vector<Move>& moves, Plan& plan,
                         SimulationResult& replay, int64_t& swapped, int64_t cap,
                         PolishResult& result) {
-  Plan best_plan;
-  SimulationResult best_replay;
+  // Each move against the best candidate so far (the plan at first), which
+  // it replaces where better; the best is kept at the end.
+  Plan best_plan = plan;
+  SimulationResult best_replay = replay;
   std::vector<uint8_t> best_waited;
-  int64_t best_swapped = 0;
+  int64_t best_swapped = swapped;
   bool have_best = false;
   DeriveFor(plan);
-  std::vector<int32_t> need;
-  for (const Move& move : moves) {
-    if (OutOfBudget()) break;
-    if (options_.stop != nullptr && options_.stop->Stop()) return false;
-    Plan next;
-    int64_t next_swapped = 0;
-    if (!MakeCandidate(move, plan, swapped, cap, next, next_swapped, need))
-      continue;
-    if (ReplaysAsThePlan(plan, next, move.tensor)) continue;
-    const SimulationResult& reference = have_best ? best_replay : replay;
-    SimulationResult r = Try(next, reference, &need);
-    if (!Better(r, reference)) continue;
-    best_plan = std::move(next);
-    best_replay = std::move(r);
-    best_waited.swap(tried_waited_);
+  std::vector<Candidate> slots = Slots();
+  bool stopped = false;
+  const auto batch = [&] {
+    stopped = options_.stop != nullptr && options_.stop->Stop();
+    return !stopped && !OutOfBudget();
+  };
+  const auto prepare = [&](size_t slot, size_t i) {
+    Candidate& c = slots[slot];
+    c.replayed = false;
+    if (MakeCandidate(moves[i], plan, swapped, cap, c.plan, c.swapped,
+                      c.need) &&
+        !ReplaysAsThePlan(plan, c.plan, moves[i].tensor)) {
+      Prepare(c, best_replay, /*with_need=*/true);
+    }
+  };
+  const auto judge = [&](size_t slot, size_t) {
+    Candidate& c = slots[slot];
+    if (!c.replayed) return ScanVerdict::kNext;
+    if (OutOfBudget()) return ScanVerdict::kStop;
+    const int64_t next_swapped = c.swapped;
+    if (!Judge(c, best_plan, best_replay, best_waited)) {
+      return ScanVerdict::kNext;
+    }
     best_swapped = next_swapped;
     have_best = true;
-  }
+    return ScanVerdict::kChanged;
+  };
+  ScanInOrder(options_.workers, moves.size(), prepare, judge, batch);
+  if (stopped) return false;
   if (have_best) {
     plan = std::move(best_plan);
     replay = std::move(best_replay);
@@ -470,83 +471,57 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
   // The moves in order, each against the plan as it is then; the first that
   // improves it is kept and the scan goes on from the next. With workers,
   // the next few candidates are replayed at once against the same plan and
-  // then read in order, charged as one after another would be: the same
-  // changes, the same cost, in less time (the candidates after a kept one
-  // are replayed in vain: batches start small and grow while none is kept).
-  const size_t threads =
-      options_.workers != nullptr ? options_.workers->threads() : 1;
-  size_t batch_size = threads;
-  struct Candidate {
-    bool changes = false;  // the move changes the plan within the cap
-    Plan plan;
-    int64_t swapped = 0;
-    SimulationResult replay;
-    // It would replay as the plan (ReplaysAsThePlan): not replayed.
-    bool as_the_plan = false;
-    std::vector<uint8_t> waited;
-    std::vector<int32_t> need;  // its needs (MakeCandidate)
+  // then judged in order, charged as one after another would be: the same
+  // changes, the same cost, in less time (ScanInOrder).
+  std::vector<Candidate> slots = Slots();
+  std::vector<uint8_t> made(slots.size(), 0);  // the move changes the plan
+  bool stopped = false;
+  const auto batch = [&] {
+    if (OutOfBudget()) return false;
+    stopped = options_.stop != nullptr && options_.stop->Stop();
+    if (!stopped) DeriveFor(plan);
+    return !stopped;
   };
-  std::vector<Candidate> batch;
-  for (size_t m = 0; m < moves.size();) {
-    if (OutOfBudget()) return true;
-    if (options_.stop != nullptr && options_.stop->Stop()) return false;
-    const size_t end = std::min(moves.size(), m + batch_size);
-    DeriveFor(plan);
-    batch.assign(end - m, Candidate());
-    const auto replay_one = [&](size_t i) {
-      Candidate& c = batch[i];
-      c.changes = MakeCandidate(moves[m + i], plan, swapped, cap, c.plan,
-                                c.swapped, c.need);
-      // (One known to fail is not replayed; whether it is charged is
-      // decided below, in order.)
-      c.as_the_plan =
-          c.changes && ReplaysAsThePlan(plan, c.plan, moves[m + i].tensor);
-      if (c.changes && !c.as_the_plan &&
-          !KnownToFail(c.plan, moves[m + i].tensor, result)) {
-        c.replay = ReplayAgainst(trace_, hw_, c.plan, sim_, replay, &c.waited,
-                                 SameSchedule(c.plan), &c.need);
-      }
-    };
-    if (options_.workers != nullptr) {
-      options_.workers->ForEach(batch.size(), replay_one);
-    } else {
-      for (size_t i = 0; i < batch.size(); ++i) replay_one(i);
+  const auto prepare = [&](size_t slot, size_t i) {
+    Candidate& c = slots[slot];
+    c.replayed = false;
+    made[slot] =
+        MakeCandidate(moves[i], plan, swapped, cap, c.plan, c.swapped, c.need);
+    // (One that would replay as the plan, or known to fail, is not
+    // replayed; whether it is charged is decided in order.)
+    if (made[slot] && !ReplaysAsThePlan(plan, c.plan, moves[i].tensor) &&
+        !KnownToFail(c.plan, moves[i].tensor, result)) {
+      Prepare(c, replay, /*with_need=*/true);
     }
-    bool kept = false;
-    for (size_t i = 0; i < batch.size() && !kept; ++i) {
-      Candidate& c = batch[i];
-      if (!c.changes) continue;
-      const int32_t t = moves[m + i].tensor;
-      const int kind = MoveKind(plan.decisions[t], moves[m + i]);
-      if (c.as_the_plan || KnownToFail(c.plan, t, result)) {
-        ++tried_[kind];  // (as it would be, replayed)
-        continue;
-      }
-      if (OutOfBudget()) return true;
-      spent_millis_ += ReplayCostMillis(trace_, c.replay);
-      ++tried_[kind];
-      if (!Better(c.replay, replay)) {
-        if (failed_changes_ != result.changes) {
-          failed_.clear();
-          failed_changes_ = result.changes;
-        }
-        failed_.insert(CandidateKey(c.plan, t));
-        continue;
-      }
-      ++kept_[kind];
-      plan = std::move(c.plan);
-      replay = std::move(c.replay);
-      waited_ = std::move(c.waited);
-      swapped = c.swapped;
-      ++result.changes;
-      if (OnTarget(replay)) return true;
-      m += i + 1;
-      kept = true;
+  };
+  const auto judge = [&](size_t slot, size_t i) {
+    Candidate& c = slots[slot];
+    if (!made[slot]) return ScanVerdict::kNext;
+    const int32_t t = moves[i].tensor;
+    const int kind = MoveKind(plan.decisions[t], moves[i]);
+    if (!c.replayed || KnownToFail(c.plan, t, result)) {
+      ++tried_[kind];  // (as it would be, replayed)
+      return ScanVerdict::kNext;
     }
-    if (!kept) m = end;
-    batch_size = kept ? threads : std::min<size_t>(batch_size * 2, 8 * threads);
-  }
-  return true;
+    if (OutOfBudget()) return ScanVerdict::kStop;
+    ++tried_[kind];
+    const int64_t key = CandidateKey(c.plan, t);
+    const int64_t next_swapped = c.swapped;
+    if (!Judge(c, plan, replay, waited_)) {
+      if (failed_changes_ != result.changes) {
+        failed_.clear();
+        failed_changes_ = result.changes;
+      }
+      failed_.insert(key);
+      return ScanVerdict::kNext;
+    }
+    ++kept_[kind];
+    ++result.changes;
+    swapped = next_swapped;
+    return OnTarget(replay) ? ScanVerdict::kStop : ScanVerdict::kChanged;
+  };
+  ScanInOrder(options_.workers, moves.size(), prepare, judge, batch);
+  return !stopped;
 }
 
 bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
@@ -575,57 +550,59 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
   // Tensors that have options; pairs only when the budget can scan them
   // all (small traces): counted without enumerating more than the budget.
   const int64_t budget = Left();
-  std::vector<int32_t> tensors;
-  std::vector<int64_t> counts;
-  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
-    if (trace_.tensors[t].size_bytes == 0) continue;
-    const int64_t n = static_cast<int64_t>(options(t).size());
-    if (n == 0) continue;
-    tensors.push_back(t);
-    counts.push_back(n);
-    // At least one option each: n(n-1)/2 pairs at least.
-    const int64_t k = static_cast<int64_t>(tensors.size());
-    if (k * (k - 1) / 2 > budget) return false;
-  }
+  std::vector<std::vector<Move>> each;
   int64_t pairs = 0, before = 0;
-  for (const int64_t n : counts) {
-    pairs += n * before;
-    before += n;
+  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+    std::vector<Move> mine = options(t);
+    if (trace_.tensors[t].size_bytes == 0 || mine.empty()) continue;
+    pairs += static_cast<int64_t>(mine.size()) * before;
+    before += static_cast<int64_t>(mine.size());
     if (pairs > budget) return false;
+    each.push_back(std::move(mine));
   }
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (options_.stop != nullptr && options_.stop->Stop()) return false;
-    const std::vector<Move> first = options(tensors[i]);
-    for (size_t j = i + 1; j < tensors.size(); ++j) {
-      const std::vector<Move> second = options(tensors[j]);
-      for (const Move& ma : first) {
-        for (const Move& mb : second) {
-          if (OutOfBudget()) return false;
-          if (options_.stop != nullptr && options_.stop->Stop()) return false;
-          Plan next = Apply(Apply(plan, ma), mb);
-          if (next.decisions == plan.decisions &&
-              next.prefetch_issue_op == plan.prefetch_issue_op) {
-            continue;
-          }
-          int64_t next_swapped = 0;
-          for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
-            if (next.decisions[t] == Decision::kSwap)
-              next_swapped += trace_.tensors[t].size_bytes;
-          }
-          if (next_swapped > cap) continue;
-          SimulationResult r = Try(next, replay);
-          if (!Better(r, replay)) continue;
-          plan = std::move(next);
-          replay = std::move(r);
-          waited_.swap(tried_waited_);
-          swapped = next_swapped;
-          ++result.changes;
-          return true;
-        }
+  std::vector<std::pair<Move, Move>> moves;
+  moves.reserve(static_cast<size_t>(pairs));
+  for (size_t i = 0; i < each.size(); ++i) {
+    for (size_t j = i + 1; j < each.size(); ++j) {
+      for (const Move& a : each[i]) {
+        for (const Move& b : each[j]) moves.emplace_back(a, b);
       }
     }
   }
-  return false;
+  std::vector<Candidate> slots = Slots();
+  bool found = false;
+  const auto batch = [&] {
+    return !OutOfBudget() &&
+           !(options_.stop != nullptr && options_.stop->Stop());
+  };
+  const auto prepare = [&](size_t slot, size_t i) {
+    Candidate& c = slots[slot];
+    c.replayed = false;
+    c.plan = Apply(Apply(plan, moves[i].first), moves[i].second);
+    if (c.plan.decisions == plan.decisions &&
+        c.plan.prefetch_issue_op == plan.prefetch_issue_op) {
+      return;
+    }
+    c.swapped = 0;
+    for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
+      if (c.plan.decisions[t] == Decision::kSwap)
+        c.swapped += trace_.tensors[t].size_bytes;
+    }
+    if (c.swapped <= cap) Prepare(c, replay, /*with_need=*/false);
+  };
+  const auto judge = [&](size_t slot, size_t) {
+    Candidate& c = slots[slot];
+    if (!c.replayed) return ScanVerdict::kNext;
+    if (OutOfBudget()) return ScanVerdict::kStop;
+    const int64_t next_swapped = c.swapped;
+    if (!Judge(c, plan, replay, waited_)) return ScanVerdict::kNext;
+    swapped = next_swapped;
+    ++result.changes;
+    found = true;
+    return ScanVerdict::kStop;
+  };
+  ScanInOrder(options_.workers, moves.size(), prepare, judge, batch);
+  return found;
 }
 
 bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
@@ -639,11 +616,20 @@ bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
   }
   if (kept * rebuilt > Left() * ReplayElements(trace_)) return false;
   bool kept_one = false;
-  std::vector<uint32_t> stamp(trace_.tensors.size(), 0);
-  uint32_t walk = 0;
-  for (const Trade& trade : Trades(trace_, plan)) {
-    if (OutOfBudget() || OnTarget(replay)) break;
-    if (options_.stop != nullptr && options_.stop->Stop()) break;
+  const std::vector<Trade> trades = Trades(trace_, plan);
+  std::vector<Candidate> slots = Slots();
+  // ChainsFit's marks, a set per slot.
+  std::vector<std::vector<uint32_t>> stamps(
+      slots.size(), std::vector<uint32_t>(trace_.tensors.size(), 0));
+  std::vector<uint32_t> walks(slots.size(), 0);
+  const auto batch = [&] {
+    return !OutOfBudget() && !OnTarget(replay) &&
+           !(options_.stop != nullptr && options_.stop->Stop());
+  };
+  const auto prepare = [&](size_t slot, size_t i) {
+    Candidate& c = slots[slot];
+    c.replayed = false;
+    const Trade& trade = trades[i];
     // A trade whose tensors an earlier one changed no longer applies.
     const auto still = [&](int32_t t, Decision d) {
       return plan.decisions[t] == d;
@@ -652,24 +638,28 @@ bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
         !std::all_of(trade.kept.begin(), trade.kept.end(), [&](int32_t t) {
           return still(t, Decision::kRecompute);
         })) {
-      continue;
+      return;
     }
     Plan next = plan;
     for (int32_t t : trade.kept) next.decisions[t] = Decision::kKeep;
     next.decisions[trade.dropped] = Decision::kRecompute;
     if (!ChainsFit(trace_, next.decisions, trade.dropped, kMaxRebuildChain,
-                   stamp, walk)) {
-      continue;
+                   stamps[slot], walks[slot])) {
+      return;
     }
-    next = Apply(next, {trade.dropped, Decision::kRecompute, Issue::kLatest});
-    SimulationResult r = Try(next, replay);
-    if (!Better(r, replay)) continue;
-    plan = std::move(next);
-    replay = std::move(r);
-    waited_.swap(tried_waited_);
+    c.plan = Apply(next, {trade.dropped, Decision::kRecompute, Issue::kLatest});
+    Prepare(c, replay, /*with_need=*/false);
+  };
+  const auto judge = [&](size_t slot, size_t) {
+    Candidate& c = slots[slot];
+    if (!c.replayed) return ScanVerdict::kNext;
+    if (OutOfBudget() || OnTarget(replay)) return ScanVerdict::kStop;
+    if (!Judge(c, plan, replay, waited_)) return ScanVerdict::kNext;
     ++result.changes;
     kept_one = true;
-  }
+    return ScanVerdict::kChanged;
+  };
+  ScanInOrder(options_.workers, trades.size(), prepare, judge, batch);
   return kept_one;
 }
 

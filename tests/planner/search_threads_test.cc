@@ -11,6 +11,7 @@
 #include "planner/slackswap.h"
 #include "simulator/event_model.h"
 #include "simulator/medium_traces.h"
+#include "simulator/small_traces.h"
 #include "simulator/trace_validation.h"
 #include "tests/planner/medium_cases.h"
 
@@ -66,6 +67,53 @@ TEST(SearchThreadsTest, PolishKeepsTheSameChangesAtTheSameCost) {
     }
   }
   EXPECT_GT(changes, 20);  // the cases do improve
+}
+
+// Where the budget covers a whole scan (steepest descent) and, on small
+// traces, every pair of changes, those scans too replay their candidates
+// ahead on the team and keep what one thread would, at the same cost.
+TEST(SearchThreadsTest, TheSteepestScanPairsAndTradesAreTheSameOnAnyThreads) {
+  std::vector<Case> cases = Cases();
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    SmallTraceOptions small;
+    small.min_tensors = 8;
+    small.max_tensors = 14;
+    const SmallTrace t = RandomSmallTrace(seed, small);
+    Case c{*ValidateTrace(t.trace), t.hardware, 0};
+    const int64_t floor = ComputeProvenFloor(c.trace).bytes;
+    c.budget = floor + (AllKeepPeakBytes(c.trace) - floor) / 10;
+    cases.push_back(std::move(c));
+  }
+  int changes = 0, converged = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
+    const PlanningResult start = testing::PassesPlan(c, /*polish=*/false);
+    PolishOptions options;
+    options.max_replays = 3000;
+    Plan alone_plan = start.plan;
+    SimulationResult alone_replay = start.replay;
+    const PolishResult alone = Polish(c.trace, c.hardware, c.budget, options,
+                                      alone_plan, alone_replay);
+    changes += alone.changes;
+    converged += alone.converged;
+    for (int threads : {1, 2, 3}) {
+      Workers workers(threads);
+      options.workers = &workers;
+      Plan plan = start.plan;
+      SimulationResult replay = start.replay;
+      const PolishResult r =
+          Polish(c.trace, c.hardware, c.budget, options, plan, replay);
+      ExpectSamePlan(plan, alone_plan);
+      EXPECT_EQ(r.changes, alone.changes);
+      EXPECT_EQ(r.replays, alone.replays);
+      EXPECT_EQ(r.converged, alone.converged);
+      EXPECT_EQ(replay.iteration_ns, alone_replay.iteration_ns);
+    }
+  }
+  EXPECT_GT(changes, 30);
+  // A search converges only after a scan of the pairs (where its replays
+  // cover them): on the small traces.
+  EXPECT_GE(converged, 10);
 }
 
 TEST(SearchThreadsTest, TheAnytimeSearchGivesTheSamePlanOnOneThreadOrThree) {

@@ -68,10 +68,13 @@ namespace slackswap {
 // candidate's schedule and bookkeeping; a replay cut short, its share:
 // replay_cost.h) that stand for one millisecond of the search. Set so that
 // the slowest medium traces of docs/benchmarks.md ("The anytime search": 300
-// tensors, the search to its limit) plan within issue 27's 200 ms at the
-// default 150 ms on this machine, on the search's two threads (on one, the
-// same search takes 1.3-1.8x as long there).
-inline constexpr int64_t kSearchWorkPerMs = 64'000;
+// tensors, the search to its limit) and of docs/results.md section 15 plan
+// within issue 27's 200 ms at the default 150 ms on this machine, on the
+// search's two threads (on one, the same search takes 1.3-1.8x as long
+// there). 64,000 until every scan replayed ahead on both threads
+// (base/workers.h ScanInOrder): the slowest searched cells of five held-out
+// seed sets then took 0.83x as long.
+inline constexpr int64_t kSearchWorkPerMs = 72'000;
 // The threads the search replays on by default (PlannerOptions::
 // search_threads, AnytimeOptions::threads). The plan does not depend on
 // them: the budget is kSearchWorkPerMs whatever the threads, which only

@@ -37,34 +37,42 @@ void ExpectSamePlan(const Plan& a, const Plan& b) {
   EXPECT_EQ(a.prefetch_issue_op, b.prefetch_issue_op);
 }
 
+// The improvement step from `start` with `replays`, on one thread without a
+// team and on teams of each of `threads`: the same plan, changes and cost.
+// Returns the result on one thread.
+PolishResult PolishOnThreads(const Case& c, const PlanningResult& start,
+                             int64_t replays, std::vector<int> threads) {
+  PolishOptions options;
+  options.max_replays = replays;
+  Plan alone_plan = start.plan;
+  SimulationResult alone_replay = start.replay;
+  const PolishResult alone =
+      Polish(c.trace, c.hardware, c.budget, options, alone_plan, alone_replay);
+  for (int n : threads) {
+    Workers workers(n);
+    options.workers = &workers;
+    Plan plan = start.plan;
+    SimulationResult replay = start.replay;
+    const PolishResult r =
+        Polish(c.trace, c.hardware, c.budget, options, plan, replay);
+    ExpectSamePlan(plan, alone_plan);
+    EXPECT_EQ(r.changes, alone.changes) << n << " threads";
+    EXPECT_EQ(r.replays, alone.replays) << n << " threads";
+    EXPECT_EQ(r.converged, alone.converged) << n << " threads";
+    EXPECT_EQ(replay.feasible, alone_replay.feasible);
+    EXPECT_EQ(replay.iteration_ns, alone_replay.iteration_ns);
+    EXPECT_LE(r.replays, replays);
+  }
+  return alone;
+}
+
 TEST(SearchThreadsTest, PolishKeepsTheSameChangesAtTheSameCost) {
   int changes = 0;
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
     const PlanningResult start = testing::PassesPlan(c, /*polish=*/false);
-    for (int64_t replays : {int64_t{25}, int64_t{400}}) {
-      PolishOptions options;
-      options.max_replays = replays;
-      Plan alone_plan = start.plan;
-      SimulationResult alone_replay = start.replay;
-      const PolishResult alone = Polish(c.trace, c.hardware, c.budget, options,
-                                        alone_plan, alone_replay);
-      changes += alone.changes;
-      for (int threads : {2, 3}) {
-        Workers workers(threads);
-        options.workers = &workers;
-        Plan plan = start.plan;
-        SimulationResult replay = start.replay;
-        const PolishResult r =
-            Polish(c.trace, c.hardware, c.budget, options, plan, replay);
-        ExpectSamePlan(plan, alone_plan);
-        EXPECT_EQ(r.changes, alone.changes);
-        EXPECT_EQ(r.replays, alone.replays);
-        EXPECT_EQ(replay.feasible, alone_replay.feasible);
-        EXPECT_EQ(replay.iteration_ns, alone_replay.iteration_ns);
-        EXPECT_LE(r.replays, replays);
-      }
-    }
+    for (int64_t replays : {int64_t{25}, int64_t{400}})
+      changes += PolishOnThreads(c, start, replays, {2, 3}).changes;
   }
   EXPECT_GT(changes, 20);  // the cases do improve
 }
@@ -88,27 +96,9 @@ TEST(SearchThreadsTest, TheSteepestScanPairsAndTradesAreTheSameOnAnyThreads) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.trace.name + " at " + std::to_string(c.budget));
     const PlanningResult start = testing::PassesPlan(c, /*polish=*/false);
-    PolishOptions options;
-    options.max_replays = 3000;
-    Plan alone_plan = start.plan;
-    SimulationResult alone_replay = start.replay;
-    const PolishResult alone = Polish(c.trace, c.hardware, c.budget, options,
-                                      alone_plan, alone_replay);
+    const PolishResult alone = PolishOnThreads(c, start, 3000, {1, 2, 3});
     changes += alone.changes;
     converged += alone.converged;
-    for (int threads : {1, 2, 3}) {
-      Workers workers(threads);
-      options.workers = &workers;
-      Plan plan = start.plan;
-      SimulationResult replay = start.replay;
-      const PolishResult r =
-          Polish(c.trace, c.hardware, c.budget, options, plan, replay);
-      ExpectSamePlan(plan, alone_plan);
-      EXPECT_EQ(r.changes, alone.changes);
-      EXPECT_EQ(r.replays, alone.replays);
-      EXPECT_EQ(r.converged, alone.converged);
-      EXPECT_EQ(replay.iteration_ns, alone_replay.iteration_ns);
-    }
   }
   EXPECT_GT(changes, 30);
   // A search converges only after a scan of the pairs (where its replays

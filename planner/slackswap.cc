@@ -352,9 +352,9 @@ class SlackSwapRun {
     return absl::OkStatus();
   }
 
-  // SlackSwap's own plans for slightly smaller budgets, which fit this one
-  // too: the answer here should be no slower than theirs; without a plan
-  // here, also plans for larger budgets (too big for this one, but the
+  // SlackSwap's own plan for a slightly smaller budget (kSmallerBudgets),
+  // which fits this one too: the answer here should be no slower; without a
+  // plan here, also plans for larger budgets (too big for this one, but the
   // searches start near a feasible plan from them). Each start is a plan of
   // the passes, which the search's limit pays for (in replays, as the passes
   // made them here) while it leaves at least half of the limit to the search

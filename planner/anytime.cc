@@ -18,11 +18,14 @@ namespace {
 // The kicks of step 4: each sets 2 to kKickChanges tensors within
 // kKickRadius (in tensor order) of a tensor drawn at random to other
 // decisions, and the local search that follows moves only the tensors
-// within kFocusRadius of it, with at most kKickReplays replays.
-constexpr int32_t kKickChanges = 6;
+// within kFocusRadius of it, with at most kKickReplays replays. (Measured
+// on the held-out study's fast set, scripts/fast_set.sh and docs/planner.md:
+// up to 6 changes with 200 replays each lost more; 50 or 400 replays, or a
+// focus of 5 or 12, too.)
+constexpr int32_t kKickChanges = 4;
 constexpr int32_t kKickRadius = 3;
 constexpr int32_t kFocusRadius = 8;
-constexpr int64_t kKickReplays = 200;
+constexpr int64_t kKickReplays = 100;
 
 // The genetic search stops after this many generations without a better
 // plan, or a third of the generations its budget allows if more: on small
@@ -506,8 +509,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     // 3. Local search from the best plan found, with what is left.
     polish(std::max<int64_t>(options.max_replays - result.replays, 0));
     if (OnTarget(replay, options.target_ns) || stopped()) break;
-    // 4. From the second round on, kicks with all that is left.
-    if (options.kicks && round >= 2 && replay.feasible) {
+    // 4. Once the plan completes, kicks with all that is left instead of
+    // more rounds: from the first round on, or the second on traces whose
+    // every tensor a kick's local search may move (kFocusRadius either side
+    // of its center).
+    if (options.kicks && replay.feasible &&
+        round >= (trace.num_tensors() <= 2 * kFocusRadius ? 2u : 1u)) {
       if (Kicks(trace, hardware, budget_bytes, options, workers, plan, replay,
                 result.replays)) {
         result.improved = true;

@@ -30,8 +30,11 @@
 //      unless that is a plan the step converged at (PolishResult::
 //      converged: it would only replay a scan to keep nothing);
 //      another round, from the next seed, while a generation's worth of
-//      the budget (a population's replays) is left;
-//   4. from the second round's step 3 on, where the plan completes, kicks
+//      the budget (a population's replays) is left and step 4 has not
+//      begun;
+//   4. from the first round's step 3 on (the second's on traces of at most
+//      16 tensors, every one of which a kick's local search may move: the
+//      rounds do better there), where the plan completes, kicks
 //      with all that is left instead of more rounds (an iterated local
 //      search): a few tensors near one drawn at random get other decisions,
 //      the improvement step runs from there on the tensors near it alone

@@ -36,11 +36,13 @@
 //      16 tensors, every one of which a kick's local search may move: the
 //      rounds do better there), where the plan completes, kicks
 //      with all that is left instead of more rounds (an iterated local
-//      search): a few tensors near one drawn at random get other decisions,
-//      the improvement step runs from there on the tensors near it alone
-//      (PolishOptions::focus), and the result replaces the plan where it is
-//      faster. One kick per thread runs at once, each drawn from the plan
-//      as the kicks before it leave it.
+//      search): a few tensors near one drawn at random get other decisions
+//      (or, in some kicks, exchange them: one takes another decision d and
+//      one near it that had d takes the first one's), the improvement step
+//      runs from there on the tensors near it alone (PolishOptions::focus),
+//      and the result replaces the plan where it is faster. One kick per
+//      thread runs at once, each drawn from the plan as the kicks before it
+//      leave it.
 // Where EarliestIssueIsBest (simulator/event_model.h) holds, every stage
 // issues each swap at the earliest point of its window once a plan
 // completes, and moves decisions only (AnytimeOptions::earliest_issue;
@@ -109,8 +111,10 @@ struct AnytimeOptions {
   // where no start completes (off only to measure them).
   bool second_start = true;
   bool genetic_first = true;
-  // Step 4's kicks (off only to measure them).
+  // Step 4's kicks, and among them the exchanges (off only to measure
+  // them).
   bool kicks = true;
+  bool exchange_kicks = true;
   // The local search's adaptive order of moves (PolishOptions::
   // adaptive_order; off only to measure it).
   bool adaptive_order = true;

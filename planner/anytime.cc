@@ -39,9 +39,17 @@ constexpr int64_t kExchanges = 2;
 // The genetic search stops after this many generations without a better
 // plan, or a third of the generations its budget allows if more: on small
 // traces the bound is often loose, and the search would otherwise spend its
-// whole budget where it can find nothing better.
-constexpr int32_t kStallGenerations = 60;
+// whole budget where it can find nothing better; on larger ones, what a
+// stalled round would spend does more in the local search and the kicks
+// after it. (Measured on the held-out study's fast set with step 2's round
+// at kGeneticShare, docs/planner.md: 20 and 40 lost more than 30; 60, kept
+// until then, more still.)
+constexpr int32_t kStallGenerations = 30;
 constexpr int32_t kPopulation = 48;
+// Step 2's round spends this many twelfths of what is left once a plan
+// completes (the fast set as above: 6 and 9 lost more than 7; 8, two
+// thirds, kept until then, more too).
+constexpr int64_t kGeneticShareTwelfths = 7;
 // The seed of the genetic round that runs first where no start completes
 // (the later rounds draw from 1, 2, ...).
 constexpr uint64_t kGeneticFirstSeed = 1000;
@@ -543,12 +551,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     const int64_t left = options.max_replays - result.replays;
     if (left < kPopulation) break;
     const std::vector<Plan> seeds = Seeds(plan, starts);
-    // Two thirds of what is left; a third while no plan completes: the
-    // round's job is then to find one, and the local search from it needs
-    // the rest to converge.
-    const int64_t evaluations =
-        std::max<int64_t>(replay.feasible ? left * 2 / 3 : left / 3,
-                          static_cast<int64_t>(seeds.size()) * 2);
+    // 7/12 of what is left (kGeneticShareTwelfths); a third while no plan
+    // completes: the round's job is then to find one, and the local search
+    // from it needs the rest to converge.
+    const int64_t evaluations = std::max<int64_t>(
+        replay.feasible ? left * kGeneticShareTwelfths / 12 : left / 3,
+        static_cast<int64_t>(seeds.size()) * 2);
     const GeneticResult found =
         GeneticRound(trace, hardware, budget_bytes, options, workers, seeds,
                      evaluations, round);

@@ -42,8 +42,8 @@ constexpr int64_t kExchanges = 2;
 // whole budget where it can find nothing better; on larger ones, what a
 // stalled round would spend does more in the local search and the kicks
 // after it. (Measured on the held-out study's fast set with step 2's round
-// at kGeneticShare, docs/planner.md: 20 and 40 lost more than 30; 60, kept
-// until then, more still.)
+// at kGeneticShareTwelfths, docs/planner.md: 20 and 40 lost more than 30; 60,
+// kept until then, more still.)
 constexpr int32_t kStallGenerations = 30;
 constexpr int32_t kPopulation = 48;
 // Step 2's round spends this many twelfths of what is left once a plan

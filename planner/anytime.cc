@@ -1,6 +1,7 @@
 #include "planner/anytime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <utility>
 
@@ -365,23 +366,24 @@ Plan Kicked(const Trace& trace, const Hardware& hardware,
 // Step 4: kicks from `plan` (which completes), each followed by the local
 // search near the tensors it changed; a kicked plan that then beats `plan`
 // replaces it. While the budget has a replay for the kick and one for the
-// search after it; charges every replay to `spent`. True where a kick improved
-// the plan.
+// search after it; charges every replay to `spent`. Returns how many kicked
+// plans replaced it.
 //
 // The kicks are drawn and read one after another, each from the plan as the
 // ones before it left it. The next few (kKicksAheadPerThread per thread)
 // are drawn ahead from the plan as it is and run at once, on the threads: the
 // same kicks, results and charges as one after another (a kick rarely
-// improves the plan; those drawn after one that did are drawn again), in less
-// time.
-bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
-           const AnytimeOptions& options, Workers& workers, Plan& plan,
-           SimulationResult& replay, int64_t& spent) {
+// improves the plan; those drawn after one that did are drawn again, and
+// stop early where they run beside it), in less time.
+int64_t Kicks(const Trace& trace, const Hardware& hardware,
+              int64_t budget_bytes, const AnytimeOptions& options,
+              Workers& workers, Plan& plan, SimulationResult& replay,
+              int64_t& spent) {
   const int32_t n = trace.num_tensors();
-  if (n == 0) return false;
+  if (n == 0) return 0;
   const std::vector<int32_t> run_starts = BlockRunStarts(trace);
   SplitMix64 random(kKicksSeed);
-  bool improved = false;
+  int64_t kept = 0;
   // Kicks in a row that changed nothing (every tensor near the one drawn
   // has its decision fixed): after this many, no kick would.
   constexpr int32_t kMaxIdleKicks = 64;
@@ -396,12 +398,14 @@ bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
     SimulationResult replay;
     int64_t spent = 0;
   };
-  // Two a thread: the kicks' local searches differ in length, and a thread
-  // done with a short one takes the next instead of waiting for the other's
-  // (the 64 chain and 64 branched-block cells of docs/results.md section 15,
-  // five runs of each alternated: medians of the slowest plan 0.95x and of
-  // the sum 0.98x those with one a thread; the same plans).
-  constexpr size_t kKicksAheadPerThread = 2;
+  // Eight a thread: the kicks' local searches differ in length, and a
+  // thread done with a short one takes the next instead of waiting for the
+  // other's; those after one that beats the plan stop as soon as it does, so
+  // drawing many ahead wastes little (the 64 chain and 64 branched-block
+  // cells of docs/results.md section 15, four runs of each alternated:
+  // medians of the slowest plan 0.965x and of the sum 0.96x those with two
+  // a thread, four and sixteen about the same; the same plans).
+  constexpr size_t kKicksAheadPerThread = 8;
   const size_t ahead = static_cast<size_t>(std::max(workers.threads(), 1)) *
                        kKicksAheadPerThread;
   std::vector<Kick> kicks;
@@ -426,14 +430,24 @@ bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
       left -= 1 + k.replays;
     }
     if (kicks.empty()) break;
+    // The first kick found to beat the plan: those after it will not be
+    // read (see below), and stop.
+    std::atomic<size_t> first_better{kicks.size()};
     workers.ForEach(kicks.size(), [&](size_t i) {
       Kick& k = kicks[i];
-      if (!k.changes) return;
+      if (!k.changes || first_better.load(std::memory_order_relaxed) < i) {
+        return;
+      }
       k.replay = Replay(trace, hardware, budget_bytes, options, k.plan);
       PolishOptions local = PolishFor(options, workers, k.replays);
-      // On this thread alone (a few moves per scan), stopped between kicks.
+      // On this thread alone (a few moves per scan), stopped between kicks
+      // or by an earlier kick that beats the plan.
       local.workers = nullptr;
-      local.stop = nullptr;
+      const StopFunction after_better = [&first_better, i] {
+        return first_better.load(std::memory_order_relaxed) < i;
+      };
+      StopPoll stop(after_better, 1);
+      local.stop = &stop;
       local.focus.assign(n, false);
       for (int32_t t = std::max(0, k.center - kFocusRadius);
            t <= std::min(n - 1, k.center + kFocusRadius); ++t) {
@@ -442,6 +456,11 @@ bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
       k.spent =
           1 + Polish(trace, hardware, budget_bytes, local, k.plan, k.replay)
                   .replays;
+      if (stop.stopped() || !Faster(k.replay, replay)) return;
+      size_t first = first_better.load(std::memory_order_relaxed);
+      while (i < first && !first_better.compare_exchange_weak(
+                              first, i, std::memory_order_relaxed)) {
+      }
     });
     for (Kick& k : kicks) {
       const int64_t left_now = options.max_replays - spent;
@@ -463,12 +482,12 @@ bool Kicks(const Trace& trace, const Hardware& hardware, int64_t budget_bytes,
       if (!Faster(k.replay, replay)) continue;
       plan = std::move(k.plan);
       replay = std::move(k.replay);
-      improved = true;
+      ++kept;
       done = OnTarget(replay, options.target_ns);
       break;  // the kicks after it were drawn from the plan before
     }
   }
-  return improved;
+  return kept;
 }
 
 }  // namespace
@@ -578,10 +597,9 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     // of its center).
     if (options.kicks && replay.feasible &&
         round >= (trace.num_tensors() <= 2 * kFocusRadius ? 2u : 1u)) {
-      if (Kicks(trace, hardware, budget_bytes, options, workers, plan, replay,
-                result.replays)) {
-        result.improved = true;
-      }
+      result.kicks_kept = Kicks(trace, hardware, budget_bytes, options, workers,
+                                plan, replay, result.replays);
+      if (result.kicks_kept > 0) result.improved = true;
       break;
     }
   }

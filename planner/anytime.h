@@ -40,9 +40,10 @@
 //      (or, in some kicks, exchange them: one takes another decision d and
 //      one near it that had d takes the first one's), the improvement step
 //      runs from there on the tensors near it alone (PolishOptions::focus),
-//      and the result replaces the plan where it is faster. One kick per
-//      thread runs at once, each drawn from the plan as the kicks before it
-//      leave it.
+//      and the result replaces the plan where it is faster. Several kicks
+//      per thread run at once, each drawn from the plan as the kicks
+//      before it leave it; those after one that beats the plan stop early
+//      and are drawn again.
 // Where EarliestIssueIsBest (simulator/event_model.h) holds, every stage
 // issues each swap at the earliest point of its window once a plan
 // completes, and moves decisions only (AnytimeOptions::earliest_issue;
@@ -129,6 +130,8 @@ struct AnytimeOptions {
 struct AnytimeResult {
   int64_t replays = 0;
   bool improved = false;
+  // Kicks of step 4 whose plan replaced the search's.
+  int64_t kicks_kept = 0;
 };
 
 // Improves `plan` and `replay` (its replay under `budget_bytes`, without

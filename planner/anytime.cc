@@ -436,6 +436,7 @@ int64_t Kicks(const Trace& trace, const Hardware& hardware,
     workers.ForEach(kicks.size(), [&](size_t i) {
       Kick& k = kicks[i];
       if (!k.changes || first_better.load(std::memory_order_relaxed) < i) {
+        k.replay.feasible = false;  // not replayed: never taken
         return;
       }
       k.replay = Replay(trace, hardware, budget_bytes, options, k.plan);

@@ -153,6 +153,14 @@ SimulationResult Replay(const Trace& trace, const Hardware& hardware,
   return r;
 }
 
+// Whether `replays` cover a genetic round's first generation (kPopulation
+// replays, each at the most one may cost: MaxReplayMillis).
+bool GenerationFits(const Trace& trace, const Hardware& hardware,
+                    const AnytimeOptions& options, int64_t replays) {
+  return replays * kReplayMillis >=
+         kPopulation * MaxReplayMillis(trace, hardware, options.physics);
+}
+
 // A genetic round from `seeds` with `evaluations` replays.
 GeneticResult GeneticRound(const Trace& trace, const Hardware& hardware,
                            int64_t budget_bytes, const AnytimeOptions& options,
@@ -253,7 +261,11 @@ bool StepZero(const Trace& trace, const Hardware& hardware,
   // stalls), and the local search from its best plan. The local search from
   // a plan that does not complete spends its budget making it complete,
   // change by change, and converges late from a worse start.
-  if (!options.genetic_first) return false;
+  if (!options.genetic_first ||
+      !GenerationFits(trace, hardware, options,
+                      options.max_replays - result.replays)) {
+    return false;
+  }
   const GeneticResult found = GeneticRound(
       trace, hardware, budget_bytes, options, workers, Seeds(plan, starts),
       options.max_replays / 4, kGeneticFirstSeed);
@@ -495,11 +507,10 @@ int64_t Kicks(const Trace& trace, const Hardware& hardware,
 
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
   if (options.search_time_ms <= 0) return 0;
-  const int64_t elements = ReplayElements(trace);
   const double work =
       options.search_time_ms * static_cast<double>(kSearchWorkPerMs);
-  const double replays =
-      work / static_cast<double>(std::max<int64_t>(elements, 1));
+  const double replays = work / static_cast<double>(std::max<int64_t>(
+                                    NominalReplayWork(trace), 1));
   // Fewer replays than a generation or two of the genetic search find
   // nothing: a trace that large is not searched.
   if (replays < kMinSearchReplays) return 0;
@@ -569,7 +580,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     // Rounds go on, each from its own seed, while a generation's worth of
     // replays is left.
     const int64_t left = options.max_replays - result.replays;
-    if (left < kPopulation) break;
+    if (!GenerationFits(trace, hardware, options, left)) break;
     const std::vector<Plan> seeds = Seeds(plan, starts);
     // 7/12 of what is left (kGeneticShareTwelfths); a third while no plan
     // completes: the round's job is then to find one, and the local search

@@ -69,27 +69,27 @@
 
 namespace slackswap {
 
-// The element-replays (a replay of a trace costs ReplayElements(): its
-// operators + tensors + uses + recompute inputs + fixed transfers, plus the
-// candidate's schedule and bookkeeping; a replay cut short, its share:
-// replay_cost.h) that stand for one millisecond of the search. Set so that
-// the slowest medium traces of docs/benchmarks.md ("The anytime search": 300
-// tensors, the search to its limit) and of docs/results.md section 15 plan
-// within issue 27's 200 ms at the default 150 ms on this machine, on the
-// search's two threads (on one, the same search takes 1.3-1.8x as long
-// there). 64,000 until every scan replayed ahead on both threads
-// (base/workers.h ScanInOrder): the slowest searched cells of five held-out
-// seed sets then took 0.83x as long.
-inline constexpr int64_t kSearchWorkPerMs = 72'000;
+// The work (replay_cost.h: a replay's elements plus kEventElements per
+// event) that stands for one millisecond of the search; the search's budget
+// is this times PlannerOptions::search_time_ms, in nominal replays of the
+// trace (NominalReplayWork). Set so that the slowest medium traces of
+// docs/benchmarks.md ("The anytime search": 300 tensors, the search to its
+// limit) and of docs/results.md section 15 plan within issue 27's 200 ms at
+// the default 150 ms on this machine, on the search's two threads. Until
+// stop 52 a replay cost its trace's elements whatever it ran, at 72,000
+// element-replays a ms: a search took 0.4 to 1.45 times its limit, as its
+// plans rebuilt and swapped little or much (docs/planner.md).
+inline constexpr int64_t kSearchWorkPerMs = 270'000;
 // The threads the search replays on by default (PlannerOptions::
 // search_threads, AnytimeOptions::threads). The plan does not depend on
 // them: the budget is kSearchWorkPerMs whatever the threads, which only
 // change how long it takes.
 inline constexpr int32_t kSearchThreads = 2;
 
-// The replays PlannerOptions::search_time_ms allows on `trace`: 0 when the
-// search is off or the limit allows fewer than kMinSearchReplays (a trace of
-// about 62,000 elements at 150 ms).
+// The replays PlannerOptions::search_time_ms allows on `trace`, in nominal
+// replays: 0 when the search is off or the limit allows fewer than
+// kMinSearchReplays (a nominal replay of over 420,000 units at 150 ms: a
+// trace of about 90,000 elements).
 inline constexpr int64_t kMinSearchReplays = 96;
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options);
 

@@ -293,8 +293,13 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
           ->fitness;
   int32_t stalled = 0;
   const int64_t budget_millis = options_.max_evaluations * kReplayMillis;
-  // A generation only while one more full replay fits in the budget.
-  while (budget_millis - spent_millis_ >= kReplayMillis && !on_target()) {
+  // What a child's replay may cost at most: each counts as one, or with
+  // charge_partial_replays at its work (replay_cost.h).
+  const int64_t dearest = options_.charge_partial_replays
+                              ? MaxReplayMillis(trace_, hw_, options_.physics)
+                              : kReplayMillis;
+  // A generation only while one more child fits in the budget.
+  while (budget_millis - spent_millis_ >= dearest && !on_target()) {
     if (options_.should_stop && options_.should_stop()) {
       result.stopped = true;
       break;
@@ -303,8 +308,8 @@ GeneticResult Search::Run(const std::vector<Plan>& seeds) {
         stalled >= options_.stall_generations) {
       break;
     }
-    // Full replays that still fit.
-    const int64_t room = (budget_millis - spent_millis_) / kReplayMillis;
+    // Children that still fit, each at the most it may cost.
+    const int64_t room = (budget_millis - spent_millis_) / dearest;
     std::vector<Individual> children(
         std::min<int64_t>(static_cast<int64_t>(population), room));
     BreedChildren(pool, best_so_far.feasible, children, result);

@@ -83,9 +83,9 @@ struct PlannerOptions {
   bool linear_program_bound = false;
   // The anytime search (anytime.h): when the passes find no plan, or their
   // plan is more than gap_target above the lower bound, planning goes on
-  // for about search_time_ms, counted in replays (kSearchWorkPerMs
-  // element-replays a millisecond, anytime.h) so that every replica gives
-  // the same plan, and stops early once the gap is within the target.
+  // for about search_time_ms, counted in the replays' work (kSearchWorkPerMs
+  // a millisecond, anytime.h; replay_cost.h) so that every replica gives the
+  // same plan, and stops early once the gap is within the target.
   // 0 ms: off.
   double gap_target = 0.005;
   // 150 ms: within issue 27's 200 ms for a trace of 300 tensors on two

@@ -40,7 +40,8 @@ class Polisher {
       : trace_(trace),
         hw_(hardware),
         options_(options),
-        run_starts_(BlockRunStarts(trace)) {
+        run_starts_(BlockRunStarts(trace)),
+        max_replay_millis_(MaxReplayMillis(trace, hardware, options.physics)) {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
     sim_.prefetch_admission = options.prefetch_admission;
@@ -54,9 +55,11 @@ class Polisher {
   }
 
  private:
-  // Out of budget once another full replay would not fit in it.
+  // Out of budget once the dearest replay (MaxReplayMillis) would not fit
+  // in it.
   bool OutOfBudget() const {
-    return spent_millis_ + kReplayMillis > options_.max_replays * kReplayMillis;
+    return spent_millis_ + max_replay_millis_ >
+           options_.max_replays * kReplayMillis;
   }
   // Replays left, rounded down.
   int64_t Left() const {
@@ -205,6 +208,7 @@ class Polisher {
   const Hardware& hw_;
   const PolishOptions& options_;
   const std::vector<int32_t> run_starts_;
+  const int64_t max_replay_millis_;
   SimulationOptions sim_;
   int64_t spent_millis_ = 0;
   // Per kind of move (MoveKind): the candidates of that kind replayed in
@@ -339,7 +343,7 @@ void Polisher::IssueAtEarliest(Plan& plan, SimulationResult& replay) {
   if (earliest.prefetch_issue_op != plan.prefetch_issue_op) {
     SimulationResult r = SimulateSchedule(
         trace_, hw_, earliest, DeriveSchedule(trace_, earliest), sim_);
-    spent_millis_ += kReplayMillis;
+    spent_millis_ += ReplayCostMillis(trace_, r);
     // (Never slower where EarliestIssueIsBest holds; checked all the same.)
     if (!r.feasible || r.iteration_ns > replay.iteration_ns) return;
     plan = std::move(earliest);

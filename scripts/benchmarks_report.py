@@ -24,7 +24,7 @@ SIMULATOR = [
      "derivation and replay", 0.2),
     ("BM_SimulateGpt2XlWithTimeline", "the same, recording the full timeline", None),
     ("BM_SimulateGpt2XlCutAtOnce", "Simulate of a candidate cut off at once (the searches charge "
-     "it a third of a replay)", None),
+     "it its elements and one event)", None),
     ("BM_TraceFromProtoGpt2Xl", "validation and conversion of the wire-form trace", None),
     ("BM_ParseAndConvertGpt2Xl", "from the serialized trace: protobuf parsing, then the same", None),
     ("BM_TraceFromWireGpt2Xl", "from the serialized trace through the wire decoder (the server's way)", None),
@@ -357,11 +357,13 @@ def search_section(plan, sim):
         if cut and full:
             lines += [
                 "",
-                "A replay the searches cut off (it cannot beat the plan it is compared with) counts",
-                "for the share of the work it did (`planner/replay_cost.h`): a fixed third of a",
-                "replay plus the share of the operators it reached. Cut off at once, a GPT-2 XL",
-                f"candidate costs {ms(cut) / ms(full):.2f} of a full `Simulate` in this run "
-                f"({ms(cut) * 1e3:.1f} us against {ms(full) * 1e3:.1f} us).",
+                "The searches charge a replay for its work (`planner/replay_cost.h`): its trace's",
+                "elements plus 9 per event it went through, so one cut off (it cannot beat the plan",
+                "it is compared with) counts for what it ran. Cut off at once, a GPT-2 XL candidate",
+                f"takes {ms(cut) / ms(full):.2f} of the time of a full `Simulate` of the mixed plan "
+                f"in this run ({ms(cut) * 1e3:.1f} us against {ms(full) * 1e3:.1f} us) and is "
+                f"charged {cut.get('charge', 0) / max(full.get('charge', 1), 1e-9):.2f} of its "
+                f"charge ({cut.get('charge', 0):.3f} against {full.get('charge', 0):.3f} replays).",
             ]
     return lines
 

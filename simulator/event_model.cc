@@ -147,6 +147,17 @@ SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
       .Run();
 }
 
+int64_t MaxReplayEvents(const Trace& trace, const Hardware& hardware,
+                        const Physics& physics) {
+  const int64_t ranks =
+      UsesNodePhysics(hardware, physics) && physics.rank_skew_ns != 0
+          ? std::max(hardware.gpus_per_uplink, 1)
+          : 1;
+  const int64_t tensors = trace.num_tensors();
+  const int64_t fixed = trace.num_fixed_transfers();
+  return ranks * (1 + trace.num_ops() + 4 * tensors + 2 * fixed);
+}
+
 int64_t AllKeepPeakBytes(const Trace& trace) {
   // All keep: the highest, over the ops, of the tensors resident at an op's
   // start (its outputs included) and what it holds beside them (workspace,

@@ -175,6 +175,12 @@ struct SimulationResult {
   // !feasible): no verdict at all. Replays poll it every
   // kReplayStopPollEvents events.
   bool stopped = false;
+  // The events the replay went through (its start, and each time its clock
+  // stopped for what ends then; with ranks that do not run in lockstep,
+  // every rank's; 0: not replayed):
+  // its work, the same on every machine, whatever the threads. The searches
+  // charge their budgets by it (planner/replay_cost.h).
+  int64_t events = 0;
 
   int64_t iteration_ns = 0;
   int64_t ideal_ns = 0;
@@ -276,6 +282,15 @@ inline bool EarliestIssueIsBest(const Physics& physics,
   return admission == PrefetchAdmission::kAnySpeed && !physics.hbm_contention &&
          physics.rank_skew_ns == 0 && physics.allocator == AllocatorKind::kNone;
 }
+
+// The most events (SimulationResult::events) a replay of `trace` can go
+// through: its start, and each step (an operator, or a rebuild: a tensor is
+// rebuilt once at most) and each copy (a swapped tensor's two, a fixed
+// transfer's one) ending once and each copy's latency once, on each rank
+// replayed (every GPU of the uplink where ranks start apart: rank_skew_ns,
+// with node physics; else one).
+int64_t MaxReplayEvents(const Trace& trace, const Hardware& hardware,
+                        const Physics& physics);
 
 // Peak resident bytes of the all-keep run with unlimited memory: the
 // reference for budgets given as a fraction of peak. With fixed transfers,

@@ -144,8 +144,11 @@ SimulationResult SimulateRanks(const Trace& trace, const Hardware& hardware,
       pick = i;
     }
   }
+  int64_t events = 0;
+  for (const SimulationResult& r : results) events += r.events;
   SimulationResult result = std::move(results[pick]);
   result.rank = static_cast<int32_t>(pick);
+  result.events = events;
   return result;
 }
 

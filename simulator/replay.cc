@@ -80,6 +80,7 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
   if (modelled_) allocation_.assign(s_.prefetch_rank.size(), -1);
   result_.budget_bytes = options_.budget_bytes;
   result_.ideal_ns = trace_.ideal_ns;
+  result_.events = 1;  // its start
   unstarted_ns_ = trace_.ideal_ns;
   // Bytes by decision, and the rebuilds' time (each tensor rebuilt once):
   // sums of selects, as a plan's decisions follow no pattern a branch
@@ -428,6 +429,7 @@ void Replay::AdvanceTo(int64_t t) {
 }
 
 void Replay::FinishDue() {
+  ++result_.events;
   if (compute_busy_ && compute_end_ == now_) FinishCompute();
   if (rates_ == Rates::kShared) {
     // A copy past its latency starts moving bytes (an empty one is done).

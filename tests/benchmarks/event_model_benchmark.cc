@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "absl/strings/match.h"
+#include "planner/replay_cost.h"
 #include "service/trace_convert.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
@@ -107,29 +108,42 @@ void BM_DeriveScheduleGpt2Xl(benchmark::State& state) {
 BENCHMARK(BM_DeriveScheduleGpt2Xl)->Unit(benchmark::kMicrosecond);
 
 // Simulate as a caller sees it: plan validation, schedule derivation, replay.
+// What the searches charge for a replay like `r`, in replays
+// (planner/replay_cost.h).
+double Charge(const Trace& trace, const SimulationResult& r) {
+  return static_cast<double>(ReplayCostMillis(trace, r)) / kReplayMillis;
+}
+
 void BM_SimulateGpt2XlMixedPlan(benchmark::State& state) {
   const Fixture& f = Gpt2Xl();
+  double charge = 0;
   for (auto _ : state) {
     absl::StatusOr<SimulationResult> r =
         Simulate(f.trace, f.hardware, f.plan, f.options);
+    charge = Charge(f.trace, *r);
     benchmark::DoNotOptimize(r);
   }
+  state.counters["charge"] = charge;
 }
 BENCHMARK(BM_SimulateGpt2XlMixedPlan)->Unit(benchmark::kMicrosecond);
 
 // A candidate the searches cut off at once (a cutoff no plan beats): plan
 // validation and schedule derivation, and the replay's setup. The searches
-// charge such a replay a third of a full one (planner/replay_cost.h).
+// charge such a replay its elements and its one event (planner/
+// replay_cost.h): the `charge` counter, in replays, beside the mixed plan's.
 void BM_SimulateGpt2XlCutAtOnce(benchmark::State& state) {
   const Fixture& f = Gpt2Xl();
   SimulationOptions options = f.options;
   options.cutoff_ns = 1;
+  double charge = 0;
   for (auto _ : state) {
     absl::StatusOr<SimulationResult> r =
         Simulate(f.trace, f.hardware, f.plan, options);
     if (!r->cut_off) state.SkipWithError("the replay was not cut off");
+    charge = Charge(f.trace, *r);
     benchmark::DoNotOptimize(r);
   }
+  state.counters["charge"] = charge;
 }
 BENCHMARK(BM_SimulateGpt2XlCutAtOnce)->Unit(benchmark::kMicrosecond);
 

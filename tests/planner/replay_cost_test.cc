@@ -34,30 +34,52 @@ std::vector<Plan> SlackSwapAndAllKeep(const Case& c) {
           Plan::AllKeep(c.trace)};
 }
 
-TEST(ReplayCostTest, AFullReplayCostsOneAndOneCutShortItsShare) {
+// The work of a replay of `c` that went through `events` events.
+int64_t Work(const Case& c, int64_t events) {
+  return ReplayElements(c.trace) + kEventElements * events;
+}
+
+TEST(ReplayCostTest, AReplayCostsItsElementsAndItsEvents) {
   int stalling = 0;
   for (const Case& c : MediumCases()) {
     SCOPED_TRACE(c.trace.name);
-    SimulationOptions sim;
-    sim.budget_bytes = c.budget;
-    const Plan plan =
-        PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan;
-    const SimulationResult full = *Simulate(c.trace, c.hardware, plan, sim);
-    ASSERT_TRUE(full.feasible);
-    EXPECT_EQ(ReplayCostMillis(c.trace, full), kReplayMillis);
     EXPECT_EQ(ReplayElements(c.trace),
               c.trace.num_ops() + c.trace.num_tensors() +
                   static_cast<int64_t>(c.trace.uses.items.size()) +
                   static_cast<int64_t>(c.trace.recompute_inputs.items.size()) +
                   kReplayOverheadElements);
+    const int64_t nominal = NominalReplayWork(c.trace);
+    EXPECT_EQ(nominal,
+              ReplayElements(c.trace) +
+                  kEventElements * (c.trace.num_ops() + c.trace.num_tensors() +
+                                    c.trace.num_fixed_transfers()));
+    SimulationOptions sim;
+    sim.budget_bytes = c.budget;
+    // All kept, without a budget: its start and one event per step.
+    SimulationOptions unlimited;
+    const SimulationResult keep =
+        *Simulate(c.trace, c.hardware, Plan::AllKeep(c.trace), unlimited);
+    ASSERT_TRUE(keep.feasible);
+    EXPECT_EQ(keep.events, c.trace.num_ops() + 1);
+    EXPECT_EQ(ReplayCostMillis(c.trace, keep),
+              kReplayMillis * Work(c, c.trace.num_ops() + 1) / nominal);
+
+    const Plan plan =
+        PlanSlackSwap(c.trace, c.hardware, c.budget, PlannerOptions())->plan;
+    const SimulationResult full = *Simulate(c.trace, c.hardware, plan, sim);
+    ASSERT_TRUE(full.feasible);
+    // Its rebuilds and copies add events beyond the operators'.
+    EXPECT_GT(full.events, c.trace.num_ops() + 1);
+    EXPECT_EQ(Simulate(c.trace, c.hardware, plan, sim)->events, full.events);
+    const int64_t full_cost = ReplayCostMillis(c.trace, full);
+    EXPECT_EQ(full_cost, kReplayMillis * Work(c, full.events) / nominal);
+    EXPECT_GT(full_cost, ReplayCostMillis(c.trace, keep));
     // The plan stalls: cutoffs between its steps' time and its iteration
-    // stop it part-way, later ones further on and at a higher cost.
+    // stop it part-way, later ones after more events and at a higher cost.
     const int64_t steps = c.trace.ideal_ns + full.recompute_ns;
     if (steps == full.iteration_ns) continue;
     ++stalling;
-    const int64_t total = ReplayElements(c.trace);
-    const int64_t fixed = std::max(kReplayOverheadElements, total / 3);
-    int64_t last_cost = 0, last_op = -1;
+    int64_t first_events = 0, last_events = 0, last_cost = 0;
     for (int64_t cutoff : {int64_t{1}, steps + (full.iteration_ns - steps) / 10,
                            steps + (full.iteration_ns - steps) / 2,
                            steps + (full.iteration_ns - steps) * 9 / 10,
@@ -65,20 +87,34 @@ TEST(ReplayCostTest, AFullReplayCostsOneAndOneCutShortItsShare) {
       sim.cutoff_ns = cutoff;
       const SimulationResult cut = *Simulate(c.trace, c.hardware, plan, sim);
       ASSERT_TRUE(cut.cut_off) << cutoff;
-      ASSERT_GE(cut.infeasibility.op, last_op) << cutoff;
+      ASSERT_GE(cut.events, last_events) << cutoff;
+      if (first_events == 0) first_events = cut.events;
+      EXPECT_LT(cut.events, full.events) << cutoff;
       const int64_t cost = ReplayCostMillis(c.trace, cut);
-      // The fixed part and the share of the rest up to where it stopped.
-      EXPECT_EQ(cost, kReplayMillis *
-                          (fixed + (total - fixed) * cut.infeasibility.op /
-                                       c.trace.num_ops()) /
-                          total);
+      EXPECT_EQ(cost, std::max<int64_t>(
+                          kReplayMillis * Work(c, cut.events) / nominal, 1));
       EXPECT_GE(cost, last_cost) << cutoff;
-      EXPECT_LE(cost, kReplayMillis);
+      EXPECT_LT(cost, full_cost) << cutoff;
+      last_events = cut.events;
       last_cost = cost;
-      last_op = cut.infeasibility.op;
     }
-    EXPECT_GT(last_op, 0);  // the late cutoffs stop past the first op
-    EXPECT_GT(last_cost, kReplayMillis * fixed / total);
+    // The first cutoff stops it at its start; the late ones after many
+    // events.
+    EXPECT_EQ(first_events, 1);
+    EXPECT_GT(last_events, 2);
+    // A candidate turned away before its replay (no event) costs the
+    // overhead alone; a replay stopped without a place, a nominal replay.
+    SimulationResult turned_away;
+    turned_away.feasible = false;
+    turned_away.cut_off = true;
+    turned_away.infeasibility.op = 0;
+    EXPECT_EQ(ReplayCostMillis(c.trace, turned_away),
+              std::max<int64_t>(
+                  kReplayMillis * kReplayOverheadElements / nominal, 1));
+    SimulationResult stopped;
+    stopped.feasible = false;
+    stopped.stopped = true;
+    EXPECT_EQ(ReplayCostMillis(c.trace, stopped), kReplayMillis);
   }
   EXPECT_GE(stalling, 1);
 }

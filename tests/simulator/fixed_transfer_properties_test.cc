@@ -175,7 +175,9 @@ TEST(FixedTransferPropertyTest, NodePhysicsAccountForEveryNs) {
       const SimulationResult r = *Simulate(w.trace, hw, plan, options);
       ++replays;
       EXPECT_LE(r.peak_resident_bytes, options.budget_bytes);
+      EXPECT_LE(r.events, MaxReplayEvents(w.trace, hw, options.physics));
       if (!r.feasible) continue;
+      EXPECT_GE(r.events, w.trace.num_ops() + 1);
       ++completed;
       if (r.uplink_wait_ns > 0) ++slowed;
       CheckTimeline(w.trace, plan, r);

@@ -59,6 +59,14 @@ TEST(EventModelPropertyTest, RandomPlansRespectTheBudgetAndMatchTheirTimeline) {
       absl::StatusOr<SimulationResult> r =
           Simulate(w.trace, w.hardware, plan, options);
       ASSERT_TRUE(r.ok()) << w.name << ": " << r.status();
+      // Its events: its start at least, at most MaxReplayEvents; a replay
+      // that completes ends every step.
+      EXPECT_GE(r->events, 1);
+      EXPECT_LE(r->events,
+                MaxReplayEvents(w.trace, w.hardware, options.physics));
+      if (r->feasible) {
+        EXPECT_GE(r->events, w.trace.num_ops() + 1);
+      }
       if (!r->feasible) {
         ++infeasible;
         EXPECT_FALSE(r->infeasibility.reason.empty());
@@ -147,6 +155,8 @@ TEST(EventModelPropertyTest, NodePhysicsIsExactAndAccountsForEveryNs) {
       on_node.physics.rank_skew_ns = (trial % 2) * 1'000'000;
       const SimulationResult r = *Simulate(w.trace, shared, plan, on_node);
       EXPECT_LE(r.peak_resident_bytes, options.budget_bytes);
+      EXPECT_LE(r.events, MaxReplayEvents(w.trace, shared, on_node.physics));
+      EXPECT_EQ(same.events, alone.events);
       EXPECT_GE(r.contention_ns, 0);
       EXPECT_GE(r.uplink_wait_ns, 0);
       if (!r.feasible) continue;

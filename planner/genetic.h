@@ -33,9 +33,11 @@ namespace slackswap {
 struct GeneticOptions {
   // Replays in all, seeds included (at least the population).
   int64_t max_evaluations = 10000;
-  // Count replays at their cost (replay_cost.h) against max_evaluations: a
-  // child cut off early (see below) or stuck early counts for the share of
-  // the replay it ran. Off: every replay counts as one.
+  // Count replays at their work (replay_cost.h) against max_evaluations: a
+  // child cut off early (see below) or stuck early counts for the events it
+  // ran, and a generation breeds only as many children as the budget left
+  // covers at the dearest replay's cost (MaxReplayMillis). Off: every replay
+  // counts as one.
   bool charge_partial_replays = false;
   // Stop a child's replay once it cannot beat the pool's slowest plan (see
   // above). The search is the same either way; off only to check that.

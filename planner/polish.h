@@ -52,9 +52,10 @@
 // Deterministic (no hashing or clocks; with `workers`, candidates are
 // replayed a few at a time but read and charged in order, so the changes
 // kept and the cost are the same on any number of threads). Cost: at most
-// `max_replays`
-// replays of the trace, each counted at its cost (replay_cost.h): a candidate
-// cut off as soon as it cannot beat the plan counts for the share it ran.
+// `max_replays` nominal replays of the trace, each replay counted at its
+// work (replay_cost.h: a candidate cut off as soon as it cannot beat the
+// plan counts for the events it ran); a replay starts only where the budget
+// left covers the dearest one (MaxReplayMillis).
 #ifndef SLACKSWAP_PLANNER_POLISH_H_
 #define SLACKSWAP_PLANNER_POLISH_H_
 

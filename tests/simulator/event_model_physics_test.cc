@@ -196,9 +196,8 @@ TEST(EventModelTest, SkewedRanksShareOnlyWhileTheirCopiesOverlap) {
   skewed.rank_skew_ns = 150;
   r = ReplayOnNode(SharedLinkTrace(50), hw, skewed);
   EXPECT_EQ(r.iteration_ns, 620);
-  EXPECT_EQ(
-      r.uplink_wait_ns,
-      0);  // Its events are both ranks': twice those of a rank replayed alone.
+  EXPECT_EQ(r.uplink_wait_ns, 0);
+  // Its events are both ranks': twice those of a rank replayed alone.
   hw.gpus_per_uplink = 1;
   const SimulationResult alone = ReplayOnNode(SharedLinkTrace(50), hw, skewed);
   EXPECT_EQ(alone.iteration_ns, 620);

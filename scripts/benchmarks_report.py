@@ -25,6 +25,10 @@ SIMULATOR = [
     ("BM_SimulateGpt2XlWithTimeline", "the same, recording the full timeline", None),
     ("BM_SimulateGpt2XlCutAtOnce", "Simulate of a candidate cut off at once (the searches charge "
      "it its elements and one event)", None),
+    ("BM_ReplayBranchedCandidates", "a local search's candidate on a 263-tensor trace of branched "
+     "blocks (below), replayed against the plan it tries to beat: its schedule derived, its "
+     "replay cut off once it cannot", None),
+    ("BM_DeriveBranchedCandidates", "the schedules of the same candidates alone", None),
     ("BM_TraceFromProtoGpt2Xl", "validation and conversion of the wire-form trace", None),
     ("BM_ParseAndConvertGpt2Xl", "from the serialized trace: protobuf parsing, then the same", None),
     ("BM_TraceFromWireGpt2Xl", "from the serialized trace through the wire decoder (the server's way)", None),
@@ -246,6 +250,18 @@ def simulator_section(context, sim):
         if target_ms is not None:
             target = f"< {target_ms} ms ({'met' if t < target_ms else 'MISSED'})"
         lines.append(f"| `{name}` | {what} | {t:.4f} ms | {target} |")
+    replay, derive = sim.get("BM_ReplayBranchedCandidates"), sim.get("BM_DeriveBranchedCandidates")
+    if replay and derive:
+        lines += [
+            "",
+            "The branched-block candidates: section 15's `branches213` (docs/results.md) at 10%",
+            "above its proven floor, the passes' plan (which completes) with one tensor kept or",
+            f"rebuilt instead ({int(replay.get('candidates', 0))} candidates, each in turn). A "
+            f"candidate runs {replay.get('events', 0):.0f} events on average against the plan's "
+            f"{replay.get('plan_events', 0):.0f} before it is cut off or ends; deriving its "
+            f"schedule takes {ms(derive) / ms(replay):.2f} of its time in this run "
+            f"({ms(derive) * 1e3:.1f} us of {ms(replay) * 1e3:.1f} us).",
+        ]
     return lines
 
 

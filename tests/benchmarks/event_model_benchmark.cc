@@ -4,11 +4,16 @@
 #include <benchmark/benchmark.h>
 
 #include "absl/strings/match.h"
+#include "planner/lower_bound.h"
+#include "planner/replay_against.h"
 #include "planner/replay_cost.h"
+#include "planner/slackswap.h"
 #include "service/trace_convert.h"
 #include "service/wire_convert.h"
 #include "simulator/event_model.h"
+#include "simulator/medium_traces.h"
 #include "simulator/schedule.h"
+#include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 
 namespace slackswap {
@@ -193,6 +198,92 @@ void BM_TraceFromWireGpt2Xl(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_TraceFromWireGpt2Xl)->Unit(benchmark::kMicrosecond);
+
+// A local search's candidates on a 263-tensor trace of branched blocks
+// (docs/results.md section 15's branches213, 10% above its proven floor):
+// the passes' plan (which completes) with one tensor kept or rebuilt
+// instead, each candidate in turn, replayed against the plan as the
+// searches do (ReplayAgainst: its schedule derived, the replay cut off once
+// it cannot beat the plan). `events`: a candidate's on average;
+// `plan_events`: the plan's own replay's.
+struct Candidates {
+  Trace trace;
+  Hardware hardware;
+  SimulationOptions options;
+  SimulationResult reference;
+  std::vector<Plan> plans;
+};
+
+const Candidates& BranchedCandidates() {
+  static const Candidates* fixture = [] {
+    auto* f = new Candidates;
+    MediumTraceOptions shape;
+    shape.shape = MediumShape::kBranches;
+    const MediumTrace medium = RandomMediumTrace(213, shape);
+    f->trace = *ValidateTrace(medium.trace);
+    f->hardware = medium.hardware;
+    const int64_t floor = ComputeProvenFloor(f->trace).bytes;
+    const int64_t peak = AllKeepPeakBytes(f->trace);
+    f->options.budget_bytes =
+        floor + static_cast<int64_t>(static_cast<double>(peak - floor) * 0.1);
+    PlannerOptions passes;
+    passes.search_time_ms = 0;
+    const PlanningResult planned =
+        *PlanSlackSwap(f->trace, f->hardware, f->options.budget_bytes, passes);
+    f->reference = planned.replay;
+    for (int32_t t = 0; t < f->trace.num_tensors(); ++t) {
+      const Tensor& tensor = f->trace.tensors[t];
+      for (Decision d : {Decision::kKeep, Decision::kRecompute}) {
+        if (planned.plan.decisions[t] == d ||
+            (d == Decision::kRecompute && tensor.recompute_forbidden)) {
+          continue;
+        }
+        Plan candidate = planned.plan;
+        candidate.decisions[t] = d;
+        candidate.prefetch_issue_op[t] = 0;
+        f->plans.push_back(std::move(candidate));
+      }
+    }
+    return f;
+  }();
+  return *fixture;
+}
+
+// One candidate's replay, on average over them all.
+void BM_ReplayBranchedCandidates(benchmark::State& state) {
+  const Candidates& f = BranchedCandidates();
+  if (!f.reference.feasible) {
+    state.SkipWithError("the passes' plan does not complete: nothing is cut");
+    return;
+  }
+  size_t i = 0;
+  int64_t events = 0, replays = 0;
+  for (auto _ : state) {
+    const SimulationResult r = ReplayAgainst(f.trace, f.hardware, f.plans[i],
+                                             f.options, f.reference, nullptr);
+    events += r.events;
+    ++replays;
+    i = i + 1 == f.plans.size() ? 0 : i + 1;
+  }
+  state.counters["events"] =
+      static_cast<double>(events) / static_cast<double>(replays);
+  state.counters["plan_events"] = static_cast<double>(f.reference.events);
+  state.counters["candidates"] = static_cast<double>(f.plans.size());
+}
+BENCHMARK(BM_ReplayBranchedCandidates)->Unit(benchmark::kMicrosecond);
+
+// Their schedules alone.
+void BM_DeriveBranchedCandidates(benchmark::State& state) {
+  const Candidates& f = BranchedCandidates();
+  size_t i = 0;
+  Schedule schedule;
+  for (auto _ : state) {
+    DeriveSchedule(f.trace, f.plans[i], schedule);
+    benchmark::DoNotOptimize(schedule);
+    i = i + 1 == f.plans.size() ? 0 : i + 1;
+  }
+}
+BENCHMARK(BM_DeriveBranchedCandidates)->Unit(benchmark::kMicrosecond);
 
 void BM_GenerateGpt2Xl(benchmark::State& state) {
   const Hardware hw = *HardwarePreset("a100");

@@ -75,7 +75,7 @@ ABSL_FLAG(double, gap_target, 0.005,
           "the plan is more than this fraction above the lower bound "
           "(docs/planner.md)");
 ABSL_FLAG(
-    double, search_ms, 150,
+    double, search_ms, slackswap::PlannerOptions().search_time_ms,
     "plan, compare, frontier, node, study: the anytime search's limit, in "
     "ms counted as replays (the same plan on every machine); 0: no search");
 ABSL_FLAG(bool, lp_bound, false,

@@ -75,7 +75,8 @@ namespace slackswap {
 // trace (NominalReplayWork). Set so that the slowest medium traces of
 // docs/benchmarks.md ("The anytime search": 300 tensors, the search to its
 // limit) and of docs/results.md section 15 plan within issue 27's 200 ms at
-// the default 150 ms on this machine, on the search's two threads. Until
+// the default limit (PlannerOptions::search_time_ms) on this machine, on the
+// search's two threads; the median searched cell takes about its limit. Until
 // stop 52 a replay cost its trace's elements whatever it ran, at 72,000
 // element-replays a ms: a search took 0.4 to 1.45 times its limit, as its
 // plans rebuilt and swapped little or much (docs/planner.md).
@@ -88,8 +89,8 @@ inline constexpr int32_t kSearchThreads = 2;
 
 // The replays PlannerOptions::search_time_ms allows on `trace`, in nominal
 // replays: 0 when the search is off or the limit allows fewer than
-// kMinSearchReplays (a nominal replay of over 420,000 units at 150 ms: a
-// trace of about 90,000 elements).
+// kMinSearchReplays (a nominal replay of over 450,000 units at the default
+// 160 ms: a trace of about 96,000 elements).
 inline constexpr int64_t kMinSearchReplays = 96;
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options);
 

@@ -216,10 +216,12 @@ TEST(AnytimeSearchTest, SwapsIssuedAtTheEarliestLeaveTheReplaysToDecisions) {
 // The kicks run several per thread at once, drawn ahead from the plan as it
 // is; those drawn after one that improved it stop as soon as it does (or
 // never start) and are drawn again, as are those whose local search would
-// get another budget near the end. At 2% on seed 1226, where two kicks
+// get another budget near the end. At 2% on seed 1221, where four kicks
 // improve the plan, the same plan and charge on one, two or three threads.
+// (Seed 1226, where two did, until the default limit went from 150 to
+// 160 ms: none does there now.)
 TEST(AnytimeSearchTest, KicksGiveTheSamePlanOnAnyThreads) {
-  const UplinkCase c = UplinkDag(1226, 2);
+  const UplinkCase c = UplinkDag(1221, 2);
   PlannerOptions passes;
   passes.search_time_ms = 0;
   const PlanningResult start =

@@ -195,7 +195,7 @@ class Client:
         options: a slackswap.v1.PlannerOptions; physics: a slackswap.v1.Physics
         (the caching allocator, HBM contention; the hardware carries the
         shared uplink). search_time_ms and gap_target set the anytime search
-        (PlannerOptions: by default about 150 ms, until the plan is within
+        (PlannerOptions: by default about 160 ms, until the plan is within
         0.5% of the lower bound; 0 ms: no search)."""
         from slackswap.v1 import service_pb2
         request = service_pb2.PlanRequest(trace=trace, hardware=self._hardware(hardware),

@@ -509,8 +509,9 @@ int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options) {
   if (options.search_time_ms <= 0) return 0;
   const double work =
       options.search_time_ms * static_cast<double>(kSearchWorkPerMs);
-  const double replays = work / static_cast<double>(std::max<int64_t>(
-                                    NominalReplayWork(trace), 1));
+  const double replays =
+      work / static_cast<double>(std::max<int64_t>(NominalReplayWork(trace),
+                                                   kMinNominalReplayWork));
   // Fewer replays than a generation or two of the genetic search find
   // nothing: a trace that large is not searched.
   if (replays < kMinSearchReplays) return 0;

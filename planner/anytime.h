@@ -92,6 +92,11 @@ inline constexpr int32_t kSearchThreads = 2;
 // kMinSearchReplays (a nominal replay of over 450,000 units at the default
 // 160 ms: a trace of about 96,000 elements).
 inline constexpr int64_t kMinSearchReplays = 96;
+// The least a nominal replay counts for in that budget. On traces of a few
+// tensors a replay's bookkeeping (a move applied, the threads' hand-off)
+// outweighs its elements and events: section 15's small traces, about 580
+// units a replay, took up to 197 ms at 160 ms (docs/planner.md).
+inline constexpr int64_t kMinNominalReplayWork = 700;
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options);
 
 struct AnytimeOptions {

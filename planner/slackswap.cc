@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
-#include <optional>
 
 #include "base/status_macros.h"
 #include "base/workers.h"
@@ -278,10 +277,6 @@ class SlackSwapRun {
     polish.stop = &stop_;
     polish.prefetch_admission = options_.prefetch_admission;
     polish.physics = options_.physics;
-    // On the search's threads where a search may follow (the same plan on
-    // any number; a plan made inside another's search, its starts, has
-    // none).
-    if (options_.search_time_ms > 0) polish.workers = &SearchWorkers();
     // The passes' issue points stay here; the anytime search moves them to
     // the earliest (PlannerOptions::earliest_issue). Measured on the
     // held-out study's fast set (docs/planner.md, "Issue points at the
@@ -343,7 +338,7 @@ class SlackSwapRun {
     search.physics = options_.physics;
     search.earliest_issue = options_.earliest_issue;
     int64_t left = search_replays;
-    Workers& workers = SearchWorkers();
+    Workers workers(std::clamp(options_.search_threads, 1, kMaxSearchThreads));
     search.workers = &workers;
     SLACKSWAP_RETURN_IF_ERROR(
         SearchStarts(search_replays, left, workers, search.extra_starts));
@@ -403,16 +398,6 @@ class SlackSwapRun {
     return absl::OkStatus();
   }
 
-  // The threads of the improvement step and the anytime search, started
-  // when first asked for.
-  Workers& SearchWorkers() {
-    if (!workers_) {
-      workers_.emplace(
-          std::clamp(options_.search_threads, 1, kMaxSearchThreads));
-    }
-    return *workers_;
-  }
-
   const Trace& trace_;
   const Hardware& hardware_;
   const int64_t budget_;
@@ -430,7 +415,6 @@ class SlackSwapRun {
   std::vector<int32_t> admitted_;
   PlanningResult result_;
   bool have_best_ = false;
-  std::optional<Workers> workers_;
 };
 
 }  // namespace

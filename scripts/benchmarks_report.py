@@ -353,7 +353,7 @@ def search_section(plan, sim):
             "### The anytime search",
             "",
             "Issue 27's target: a trace of up to 300 tensors plans in under 200 ms with the",
-            "default limits (`search_time_ms` 150, counted in replays, on the search's two",
+            "default limits (`search_time_ms` 160, counted in replays, on the search's two",
             "threads). Medium traces of 300 tensors (`simulator/medium_traces.h`, seed 1) at 2%",
             "above their proven floor, where the passes' plan is far from the bound and the search",
             "runs to its limit. \"One thread\": the same search with `search_threads` 1 (the same",

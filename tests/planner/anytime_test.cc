@@ -7,9 +7,11 @@
 #include "gtest/gtest.h"
 #include "planner/lower_bound.h"
 #include "planner/optimum.h"
+#include "planner/replay_cost.h"
 #include "planner/slackswap.h"
 #include "simulator/event_model.h"
 #include "simulator/medium_traces.h"
+#include "simulator/small_traces.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
 
@@ -245,6 +247,23 @@ TEST(AnytimeSearchTest, KicksGiveTheSamePlanOnAnyThreads) {
     EXPECT_EQ(results[i].replays, results[0].replays);
     EXPECT_EQ(results[i].kicks_kept, results[0].kicks_kept);
   }
+}
+
+// The search's budget: search_time_ms of kSearchWorkPerMs, in nominal
+// replays of the trace, each counted as at least kMinNominalReplayWork. A
+// trace of a few tensors is under that floor and gets fewer replays than
+// its own nominal replay would give; a medium trace is above it.
+TEST(AnytimeSearchTest, TheBudgetCountsATinyTracesReplaysAtTheFloor) {
+  const PlannerOptions options;
+  const double work = options.search_time_ms * kSearchWorkPerMs;
+  const Trace tiny = *ValidateTrace(RandomSmallTrace(7, {4, 6, 10}).trace);
+  ASSERT_LT(NominalReplayWork(tiny), kMinNominalReplayWork);
+  EXPECT_EQ(AnytimeReplays(tiny, options),
+            static_cast<int64_t>(work / kMinNominalReplayWork));
+  const UplinkCase medium = UplinkDag(1221, 2);
+  ASSERT_GT(NominalReplayWork(medium.trace), kMinNominalReplayWork);
+  EXPECT_EQ(AnytimeReplays(medium.trace, options),
+            static_cast<int64_t>(work / NominalReplayWork(medium.trace)));
 }
 
 }  // namespace

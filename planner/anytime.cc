@@ -147,6 +147,8 @@ SimulationResult Replay(const Trace& trace, const Hardware& hardware,
   sim.budget_bytes = budget_bytes;
   sim.per_layer_barriers = options.per_layer_barriers;
   sim.physics = options.physics;
+  // (Its states, for the local search's candidates to resume from.)
+  sim.record_resume_points = true;
   SimulationResult r =
       SimulateSchedule(trace, hardware, plan, DeriveSchedule(trace, plan), sim);
   r.timeline.clear();

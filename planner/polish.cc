@@ -46,6 +46,7 @@ class Polisher {
     sim_.per_layer_barriers = options.per_layer_barriers;
     sim_.prefetch_admission = options.prefetch_admission;
     sim_.physics = options.physics;
+    sim_.record_resume_points = options.resume;
   }
 
   PolishResult Run(Plan& plan, SimulationResult& replay);
@@ -79,12 +80,19 @@ class Polisher {
     std::vector<int32_t> need;    // its needs where MakeCandidate made them
   };
   // Replays c.plan against `reference` (ReplayAgainst; with c.need where
-  // `with_need`). Reads the search's state only.
-  void Prepare(Candidate& c, const SimulationResult& reference,
-               bool with_need) const {
-    c.replay =
-        ReplayAgainst(trace_, hw_, c.plan, sim_, reference, &c.waited,
-                      SameSchedule(c.plan), with_need ? &c.need : nullptr);
+  // `with_need`), resuming from the states of `from`'s replay `from_replay`
+  // (the plan c was made from) where DeriveFor has `from`'s schedule. Reads
+  // the search's state only.
+  void Prepare(Candidate& c, const SimulationResult& reference, bool with_need,
+               const Plan& from, const SimulationResult& from_replay) const {
+    ResumeBase base;
+    const bool resume = options_.resume && !from_replay.resume_points.empty() &&
+                        plan_schedule_valid_ &&
+                        from.decisions == plan_schedule_for_;
+    if (resume) base = {&from, &plan_schedule_, &from_replay.resume_points};
+    c.replay = ReplayAgainst(
+        trace_, hw_, c.plan, sim_, reference, &c.waited, SameSchedule(c.plan),
+        with_need ? &c.need : nullptr, resume ? &base : nullptr);
     c.replayed = true;
   }
   // Charges c's replay; where it is better than `replay`, c becomes the
@@ -442,7 +450,7 @@ bool Polisher::Steepest(const std::vector<Move>& moves, Plan& plan,
     if (MakeCandidate(moves[i], plan, swapped, cap, c.plan, c.swapped,
                       c.need) &&
         !ReplaysAsThePlan(plan, c.plan, moves[i].tensor)) {
-      Prepare(c, best_replay, /*with_need=*/true);
+      Prepare(c, best_replay, /*with_need=*/true, plan, replay);
     }
   };
   const auto judge = [&](size_t slot, size_t) {
@@ -495,7 +503,7 @@ bool Polisher::FirstImproving(const std::vector<Move>& moves, Plan& plan,
     // replayed; whether it is charged is decided in order.)
     if (made[slot] && !ReplaysAsThePlan(plan, c.plan, moves[i].tensor) &&
         !KnownToFail(c.plan, moves[i].tensor, result)) {
-      Prepare(c, replay, /*with_need=*/true);
+      Prepare(c, replay, /*with_need=*/true, plan, replay);
     }
   };
   const auto judge = [&](size_t slot, size_t i) {
@@ -576,8 +584,10 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
   std::vector<Candidate> slots = Slots();
   bool found = false;
   const auto batch = [&] {
-    return !OutOfBudget() &&
-           !(options_.stop != nullptr && options_.stop->Stop());
+    if (OutOfBudget() || (options_.stop != nullptr && options_.stop->Stop()))
+      return false;
+    DeriveFor(plan);
+    return true;
   };
   const auto prepare = [&](size_t slot, size_t i) {
     Candidate& c = slots[slot];
@@ -592,7 +602,7 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
       if (c.plan.decisions[t] == Decision::kSwap)
         c.swapped += trace_.tensors[t].size_bytes;
     }
-    if (c.swapped <= cap) Prepare(c, replay, /*with_need=*/false);
+    if (c.swapped <= cap) Prepare(c, replay, /*with_need=*/false, plan, replay);
   };
   const auto judge = [&](size_t slot, size_t) {
     Candidate& c = slots[slot];
@@ -627,8 +637,12 @@ bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
       slots.size(), std::vector<uint32_t>(trace_.tensors.size(), 0));
   std::vector<uint32_t> walks(slots.size(), 0);
   const auto batch = [&] {
-    return !OutOfBudget() && !OnTarget(replay) &&
-           !(options_.stop != nullptr && options_.stop->Stop());
+    if (OutOfBudget() || OnTarget(replay) ||
+        (options_.stop != nullptr && options_.stop->Stop())) {
+      return false;
+    }
+    DeriveFor(plan);
+    return true;
   };
   const auto prepare = [&](size_t slot, size_t i) {
     Candidate& c = slots[slot];
@@ -652,7 +666,7 @@ bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
       return;
     }
     c.plan = Apply(next, {trade.dropped, Decision::kRecompute, Issue::kLatest});
-    Prepare(c, replay, /*with_need=*/false);
+    Prepare(c, replay, /*with_need=*/false, plan, replay);
   };
   const auto judge = [&](size_t slot, size_t) {
     Candidate& c = slots[slot];

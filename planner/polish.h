@@ -101,6 +101,11 @@ struct PolishOptions {
   // plan's: it is not replayed (or charged). The same changes, for fewer
   // replays (off only to measure it).
   bool skip_same_replays = true;
+  // Candidates' replays start from the plan's replay's saved states where
+  // theirs is certain to be the same up to one (resume_points.h): the same
+  // replays, each charged for the events it ran, so the budget buys more of
+  // them (off only to measure it).
+  bool resume = true;
   // Where EarliestIssueIsBest (event_model.h) holds for these options, once
   // the plan completes every swap is issued at the earliest point of its
   // window (IssuedAtEarliest, plan.h; one replay), every candidate keeps its

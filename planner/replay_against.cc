@@ -15,7 +15,9 @@ SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
                                const SimulationResult& reference,
                                std::vector<uint8_t>* waited,
                                const Schedule* derived,
-                               std::vector<int32_t>* need) {
+                               std::vector<int32_t>* need,
+                               const ResumeBase* resume) {
+  options.resume_from = resume;
   if (reference.feasible) {
     options.cutoff_ns = reference.iteration_ns;
     int64_t steps_ns = trace.ideal_ns;

@@ -28,12 +28,15 @@ bool Better(const SimulationResult& a, const SimulationResult& b);
 // Where `waited` is set, the replay marks it (SimulationOptions::
 // issue_waited). With `derived`, the plan's schedule (derived for its
 // decisions); else with `need`, the plan's needs (DeriveNeeds; taken).
+// With `resume`, from another replay's states (SimulationOptions::
+// resume_from).
 SimulationResult ReplayAgainst(const Trace& trace, const Hardware& hardware,
                                const Plan& plan, SimulationOptions options,
                                const SimulationResult& reference,
                                std::vector<uint8_t>* waited,
                                const Schedule* derived = nullptr,
-                               std::vector<int32_t>* need = nullptr);
+                               std::vector<int32_t>* need = nullptr,
+                               const ResumeBase* resume = nullptr);
 
 }  // namespace slackswap
 

@@ -4,7 +4,10 @@
 // budgets: replays, each at the work it did. A replay's work is the
 // elements of its trace (ReplayElements: deriving the schedule and setting
 // up walk them) plus kEventElements for each event it went through
-// (SimulationResult::events: a step or a copy ending). So a replay cut off
+// (SimulationResult::events: a step or a copy ending; a replay resumed from
+// another's states, resume_points.h, is charged for the events it did not
+// run too, so that a search makes the same choices in less time). So a
+// replay cut off
 // early (at SimulationOptions::cutoff_ns, because it cannot beat the plan it
 // is compared with, or stuck for memory) counts for what it ran, and a plan
 // that rebuilds and swaps much counts for the events it adds. The unit is a

@@ -28,6 +28,8 @@ SIMULATOR = [
     ("BM_ReplayBranchedCandidates", "a local search's candidate on a 263-tensor trace of branched "
      "blocks (below), replayed against the plan it tries to beat: its schedule derived, its "
      "replay cut off once it cannot", None),
+    ("BM_ResumeBranchedCandidates", "the same candidates as the local search replays them: "
+     "resumed from the plan's replay's states, each recording its own", None),
     ("BM_DeriveBranchedCandidates", "the schedules of the same candidates alone", None),
     ("BM_TraceFromProtoGpt2Xl", "validation and conversion of the wire-form trace", None),
     ("BM_ParseAndConvertGpt2Xl", "from the serialized trace: protobuf parsing, then the same", None),
@@ -261,6 +263,14 @@ def simulator_section(context, sim):
             f"{replay.get('plan_events', 0):.0f} before it is cut off or ends; deriving its "
             f"schedule takes {ms(derive) / ms(replay):.2f} of its time in this run "
             f"({ms(derive) * 1e3:.1f} us of {ms(replay) * 1e3:.1f} us).",
+        ]
+    resumed = sim.get("BM_ResumeBranchedCandidates")
+    if replay and resumed:
+        lines += [
+            "Resumed from the plan's replay's states (`simulator/resume_points.h`), as the local",
+            f"search replays them, a candidate does not run {resumed.get('resumed_events', 0):.0f} "
+            f"of its {resumed.get('events', 0):.0f} events and takes {ms(resumed) * 1e3:.1f} us, "
+            f"{ms(resumed) / ms(replay):.2f} of the time from the start in this run.",
         ]
     return lines
 

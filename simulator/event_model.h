@@ -28,6 +28,7 @@
 #include "simulator/hardware.h"
 #include "simulator/physics.h"
 #include "simulator/plan.h"
+#include "simulator/resume_points.h"
 #include "simulator/schedule.h"
 #include "simulator/trace.h"
 
@@ -91,6 +92,13 @@ struct SimulationOptions {
   int64_t cutoff_ns = kNoCutoff;
   static constexpr int64_t kNoCutoff = std::numeric_limits<int64_t>::max();
   PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
+  // Planners comparing candidates with a plan (resume_points.h): record
+  // this replay's states in its forward pass (SimulationResult::
+  // resume_points), and start from the latest of another replay's at which
+  // this one is certain to be in the same state. The result is the same as
+  // without them, but for resume_points and resumed_events.
+  bool record_resume_points = false;
+  const ResumeBase* resume_from = nullptr;
 };
 
 // kFixedTransfer: a fixed transfer (trace.h) a step waits for, or the
@@ -181,6 +189,9 @@ struct SimulationResult {
   // its work, the same on every machine, whatever the threads. The searches
   // charge their budgets by it (planner/replay_cost.h).
   int64_t events = 0;
+  // Of those, the ones a replay resumed from another's state did not run
+  // (SimulationOptions::resume_from); 0 for a replay from the start.
+  int64_t resumed_events = 0;
 
   int64_t iteration_ns = 0;
   int64_t ideal_ns = 0;
@@ -226,6 +237,9 @@ struct SimulationResult {
   // (speed_scaling.h), when a caller asked (ReplayAtScalings); Simulate
   // leaves it empty.
   std::vector<ScaledReplay> scaled;
+  // Where SimulationOptions::record_resume_points: this replay's states in
+  // its forward pass, for replays of other plans to resume from.
+  std::vector<ReplayState> resume_points;
 
   int64_t stall_ns() const {
     return prefetch_wait_ns + memory_wait_ns + barrier_wait_ns +

@@ -97,6 +97,7 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
   result_.swapped_bytes = bytes[static_cast<int>(Decision::kSwap)];
   result_.recomputed_bytes = bytes[static_cast<int>(Decision::kRecompute)];
   unstarted_ns_ += rebuild_ns;
+  total_steps_ns_ = unstarted_ns_;
   k_ = s_.rebuilds.begin[0];
   const Hardware link =
       rates == Rates::kLockstep ? LockstepShare(hardware) : hardware;
@@ -341,6 +342,7 @@ void Replay::TryStartH2D() {
   if (compute_waits_for_memory_) return;
   const int64_t size = trace_.tensors[t].size_bytes;
   if (!offloaded_[t]) return;
+  h2d_touched_ = true;
   const bool issued = ops_done_ >= plan_.prefetch_issue_op[t];
   if (!issued && options_.issue_waited != nullptr) {
     (*options_.issue_waited)[t] = 1;
@@ -559,9 +561,17 @@ void Replay::ReportStopped() {
 
 SimulationResult Replay::Run() {
   if (options_.cutoff_ns != SimulationOptions::kNoCutoff) BuildLinkBound();
+  if (Resumable()) {
+    recording_ = options_.record_resume_points;
+    record_every_ = std::max(
+        1, (trace_.num_forward_ops + kResumePoints - 1) / kResumePoints);
+    next_record_ops_ = record_every_;
+    if (options_.resume_from != nullptr) Resume();
+  }
   // (Polled first at once: a call stopped already ends each replay it
   // still starts there.)
   for (int events = kReplayStopPollEvents;; ++events) {
+    if (recording_ && ops_done_ >= next_record_ops_) SaveState();
     TryStart();
     if (done()) break;
     if (events == kReplayStopPollEvents) {
@@ -574,10 +584,11 @@ SimulationResult Replay::Run() {
     // Nothing runs faster than profiled: the compute stream still has the
     // running step's rest and every step not started.
     // Nor does the H2D stream (BuildLinkBound).
-    const int64_t earliest =
-        std::max(std::max(now_, compute_busy_ ? compute_earliest_end_ : now_) +
-                     unstarted_ns_,
-                 LinkBound());
+    const int64_t compute =
+        std::max(now_, compute_busy_ ? compute_earliest_end_ : now_) +
+        unstarted_ns_;
+    if (recording_) NoteCheck(compute);
+    const int64_t earliest = std::max(compute, LinkBound());
     if (earliest >= options_.cutoff_ns) {
       result_.feasible = false;
       result_.cut_off = true;

@@ -113,6 +113,29 @@ class Replay {
   SimulationResult Finish();
 
  private:
+  // Whether this replay may record and resume (resume_points.h): Run()
+  // alone, without timeline, barriers, fixed transfers, an allocator
+  // model or issue_gated marks.
+  bool Resumable() const;
+  // Starts from the latest of options_.resume_from's points that this
+  // plan's replay is certain to reach in the same state, if any
+  // (replay_resume.cc).
+  void Resume();
+  // The latest such point's index, or -1.
+  int32_t ResumeIndex() const;
+  void LoadState(const ReplayState& state);
+  // Saves the state at the top of Run()'s loop while it is one a plan that
+  // differs later would share (in the forward pass, nothing on the H2D
+  // stream yet); ends the recording otherwise.
+  void SaveState();
+  // Run()'s cutoff check: the compute stream's earliest end (`compute`)
+  // and the iteration's (`earliest`), which the recording follows.
+  void NoteCheck(int64_t compute) {
+    checked_ = true;
+    most_ahead_ns_ = std::max(most_ahead_ns_, compute - total_steps_ns_);
+    last_check_ns_ = now_;
+  }
+
   // A copy stream's transfer in flight.
   struct Copy {
     bool busy = false;
@@ -328,6 +351,18 @@ class Replay {
 
   std::vector<uint8_t> offloaded_;
   std::vector<uint8_t> forward_done_;
+
+  // Resume points (resume_points.h). The H2D stream has found its head
+  // offloaded at least once (then no state is saved).
+  bool h2d_touched_ = false;
+  bool recording_ = false;
+  int32_t record_every_ = 1;
+  int32_t next_record_ops_ = 0;
+  // The profiled time of every step (the ops' and the plan's rebuilds').
+  int64_t total_steps_ns_ = 0;
+  bool checked_ = false;
+  int64_t most_ahead_ns_ = 0;
+  int64_t last_check_ns_ = 0;
 
   // Allocator model (options_.physics.allocator != kNone).
   const bool modelled_;

@@ -212,6 +212,10 @@ struct Candidates {
   SimulationOptions options;
   SimulationResult reference;
   std::vector<Plan> plans;
+  // The plan, its schedule and its replay's resume points (recorded).
+  Plan plan;
+  Schedule schedule;
+  SimulationResult recorded;
 };
 
 const Candidates& BranchedCandidates() {
@@ -231,6 +235,12 @@ const Candidates& BranchedCandidates() {
     const PlanningResult planned =
         *PlanSlackSwap(f->trace, f->hardware, f->options.budget_bytes, passes);
     f->reference = planned.replay;
+    f->plan = planned.plan;
+    f->schedule = DeriveSchedule(f->trace, f->plan);
+    SimulationOptions recording = f->options;
+    recording.record_resume_points = true;
+    f->recorded = SimulateSchedule(f->trace, f->hardware, f->plan, f->schedule,
+                                   recording);
     for (int32_t t = 0; t < f->trace.num_tensors(); ++t) {
       const Tensor& tensor = f->trace.tensors[t];
       for (Decision d : {Decision::kKeep, Decision::kRecompute}) {
@@ -271,6 +281,35 @@ void BM_ReplayBranchedCandidates(benchmark::State& state) {
   state.counters["candidates"] = static_cast<double>(f.plans.size());
 }
 BENCHMARK(BM_ReplayBranchedCandidates)->Unit(benchmark::kMicrosecond);
+
+// The same, as the local search replays them: resumed from the plan's
+// replay's states (resume_points.h), each recording its own.
+void BM_ResumeBranchedCandidates(benchmark::State& state) {
+  const Candidates& f = BranchedCandidates();
+  if (!f.reference.feasible) {
+    state.SkipWithError("the passes' plan does not complete: nothing is cut");
+    return;
+  }
+  const ResumeBase base{&f.plan, &f.schedule, &f.recorded.resume_points};
+  SimulationOptions options = f.options;
+  options.record_resume_points = true;
+  size_t i = 0;
+  int64_t events = 0, skipped = 0, replays = 0;
+  for (auto _ : state) {
+    const SimulationResult r =
+        ReplayAgainst(f.trace, f.hardware, f.plans[i], options, f.reference,
+                      nullptr, nullptr, nullptr, &base);
+    events += r.events;
+    skipped += r.resumed_events;
+    ++replays;
+    i = i + 1 == f.plans.size() ? 0 : i + 1;
+  }
+  state.counters["events"] =
+      static_cast<double>(events) / static_cast<double>(replays);
+  state.counters["resumed_events"] =
+      static_cast<double>(skipped) / static_cast<double>(replays);
+}
+BENCHMARK(BM_ResumeBranchedCandidates)->Unit(benchmark::kMicrosecond);
 
 // Their schedules alone.
 void BM_DeriveBranchedCandidates(benchmark::State& state) {

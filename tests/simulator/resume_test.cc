@@ -152,6 +152,10 @@ void ExpectSameReplay(const SimulationResult& a, const SimulationResult& b) {
     EXPECT_EQ(x.events, y.events);
     EXPECT_EQ(x.ops_done, y.ops_done);
     EXPECT_EQ(x.resident, y.resident);
+    EXPECT_EQ(x.peak_resident_bytes, y.peak_resident_bytes);
+    EXPECT_EQ(x.memory_wait_ns, y.memory_wait_ns);
+    EXPECT_EQ(x.compute_busy, y.compute_busy);
+    EXPECT_EQ(x.stage, y.stage);
     EXPECT_EQ(x.started_ns, y.started_ns);
     EXPECT_EQ(x.next_offload, y.next_offload);
     EXPECT_EQ(x.most_ahead_ns, y.most_ahead_ns);

@@ -114,6 +114,10 @@ class SlackSwapRun {
                            ? "no plan within the repair budget"
                            : result_.replay.infeasibility.reason;
     }
+    // The answer's replay as Simulate gives it: the searches' resume points
+    // (a candidate's replay may have started from another's) are theirs.
+    result_.replay.resume_points = {};
+    result_.replay.resumed_events = 0;
     return result_;
   }
 

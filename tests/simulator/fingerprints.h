@@ -37,6 +37,12 @@ inline std::string Fingerprint(const SimulationResult& r) {
                   r.h2d_busy_ns, " forward end ", r.forward_end_ns, " lag ",
                   r.last_offload_lag_ns, " held ", r.held_prefetch_op, " ",
                   r.held_prefetch_excess_bytes, "\n");
+  // Whether it started from another replay's state, and the states it
+  // recorded (resume_points.h): a planner's answer is its replay as
+  // Simulate gives it. (Not its events: a replay of ranks in lockstep runs
+  // fewer than the loop of ranks it stands for.)
+  absl::StrAppend(&out, "resumed ", r.resumed_events, " points ",
+                  r.resume_points.size(), "\n");
   for (const TimelineEvent& e : r.timeline) {
     absl::StrAppend(&out, "event ", static_cast<int>(e.kind), " ", e.index, " ",
                     e.start_ns, "-", e.end_ns, " ", e.resident_bytes, " ",

@@ -297,6 +297,11 @@ class SlackSwapRun {
     // of the search found better basins (DAG 404 at +10%: a start 5x the
     // best plan known, and an answer 31% above it; docs/planner.md).
     polish.skip_same_replays = false;
+    // Its candidates replay from the start: its few replays (about 30 for
+    // GPT-2 XL) start from a replay that recorded nothing, and recording
+    // their own states cost the presets' plans 3-7% of their time
+    // (docs/planner.md).
+    polish.resume = false;
     // Starting points: the passes' plan, and where the budget allows a few
     // more searches (small traces), the all-keep plan and the plan that
     // swaps everything it may at its need: a local search stays in its

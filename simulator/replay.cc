@@ -566,6 +566,7 @@ SimulationResult Replay::Run() {
     record_every_ = std::max(
         1, (trace_.num_forward_ops + kResumePoints - 1) / kResumePoints);
     next_record_ops_ = record_every_;
+    if (recording_) result_.resume_points.reserve(kResumePoints);
     if (options_.resume_from != nullptr) Resume();
   }
   // (Polled first at once: a call stopped already ends each replay it

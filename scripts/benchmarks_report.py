@@ -269,8 +269,9 @@ def simulator_section(context, sim):
         lines += [
             "Resumed from the plan's replay's states (`simulator/resume_points.h`), as the local",
             f"search replays them, a candidate does not run {resumed.get('resumed_events', 0):.0f} "
-            f"of its {resumed.get('events', 0):.0f} events and takes {ms(resumed) * 1e3:.1f} us, "
-            f"{ms(resumed) / ms(replay):.2f} of the time from the start in this run.",
+            f"of its {resumed.get('events', 0):.0f} events",
+            f"and takes {ms(resumed) * 1e3:.1f} us, {ms(resumed) / ms(replay):.2f} of the time "
+            "from the start in this run.",
         ]
     return lines
 

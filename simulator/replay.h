@@ -124,6 +124,8 @@ class Replay {
   // The latest such point's index, or -1.
   int32_t ResumeIndex() const;
   void LoadState(const ReplayState& state);
+  // Copies the state into `state` (save) or from it.
+  void SyncState(ReplayState& state, bool save);
   // Saves the state at the top of Run()'s loop while it is one a plan that
   // differs later would share (in the forward pass, nothing on the H2D
   // stream yet); ends the recording otherwise.

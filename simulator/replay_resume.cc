@@ -59,7 +59,7 @@ int32_t Replay::ResumeIndex() const {
                                  : link_tail_[0] - link_before_[0];
   for (size_t i = points.size(); i-- > 0;) {
     const ReplayState& p = points[i];
-    const auto next = static_cast<size_t>(p.next_offload);
+    const size_t next = p.next_offload;
     const bool valid =
         p.ops_done <= last_ops && p.op < plain_ops && p.step < plain_steps &&
         p.offloads_done <= static_cast<int64_t>(std::min(head_at, same)) &&
@@ -86,45 +86,64 @@ void Replay::Resume() {
   }
 }
 
-void Replay::LoadState(const ReplayState& p) {
-  now_ = p.now;
-  resident_ = p.resident;
-  unstarted_ns_ = total_steps_ns_ - p.started_ns;
-  compute_earliest_end_ = p.compute_earliest_end;
-  ops_done_ = p.ops_done;
-  step_ = p.step;
-  op_ = p.op;
-  k_ = p.k;
-  stage_ = p.stage;
-  compute_busy_ = p.compute_busy;
-  compute_slowable_ = p.compute_slowable;
-  compute_start_ = p.compute_start;
-  compute_end_ = p.compute_end;
-  compute_alloc_ = p.compute_alloc;
-  compute_work_ = p.compute_work;
-  compute_rate_ = p.compute_rate;
-  compute_since_ = p.compute_since;
-  rated_copying_ = p.rated_copying;
-  stage_since_ = p.stage_since;
-  d2h_.busy = p.d2h_busy;
-  d2h_.moving = p.d2h_moving;
-  d2h_.tensor = p.d2h_tensor;
-  d2h_.start = p.d2h_start;
-  d2h_.end = p.d2h_end;
-  d2h_.latency_end = p.d2h_latency_end;
-  next_offload_ = static_cast<size_t>(p.next_offload);
-  offloads_done_ = p.offloads_done;
-  last_offload_end_ = p.last_offload_end;
-  result_.events = p.events;
+void Replay::SyncState(ReplayState& p, bool save) {
+  // Each field one way: into `p` where saving, from it where loading.
+  const auto sync = [save](auto& saved, auto& live) {
+    if (save) {
+      saved = live;
+    } else {
+      live = saved;
+    }
+  };
+  sync(p.now, now_);
+  sync(p.resident, resident_);
+  sync(p.compute_earliest_end, compute_earliest_end_);
+  sync(p.ops_done, ops_done_);
+  sync(p.step, step_);
+  sync(p.op, op_);
+  sync(p.k, k_);
+  sync(p.stage, stage_);
+  sync(p.compute_busy, compute_busy_);
+  sync(p.compute_slowable, compute_slowable_);
+  sync(p.compute_start, compute_start_);
+  sync(p.compute_end, compute_end_);
+  sync(p.compute_alloc, compute_alloc_);
+  sync(p.compute_work, compute_work_);
+  sync(p.compute_rate, compute_rate_);
+  sync(p.compute_since, compute_since_);
+  sync(p.rated_copying, rated_copying_);
+  sync(p.stage_since, stage_since_);
+  sync(p.d2h_busy, d2h_.busy);
+  sync(p.d2h_moving, d2h_.moving);
+  sync(p.d2h_tensor, d2h_.tensor);
+  sync(p.d2h_start, d2h_.start);
+  sync(p.d2h_end, d2h_.end);
+  sync(p.d2h_latency_end, d2h_.latency_end);
+  sync(p.next_offload, next_offload_);
+  sync(p.offloads_done, offloads_done_);
+  sync(p.last_offload_end, last_offload_end_);
+  sync(p.events, result_.events);
+  sync(p.memory_wait_ns, result_.memory_wait_ns);
+  sync(p.peak_resident_bytes, result_.peak_resident_bytes);
+  sync(p.contention_ns, result_.contention_ns);
+  sync(p.uplink_wait_ns, result_.uplink_wait_ns);
+  sync(p.d2h_busy_ns, result_.d2h_busy_ns);
+  sync(p.checked, checked_);
+  sync(p.most_ahead_ns, most_ahead_ns_);
+  sync(p.last_check_ns, last_check_ns_);
+  // The time of the steps started, which this plan's rebuilds do not
+  // change (the time left does).
+  if (save) {
+    p.started_ns = total_steps_ns_ - unstarted_ns_;
+  } else {
+    unstarted_ns_ = total_steps_ns_ - p.started_ns;
+  }
+}
+
+void Replay::LoadState(const ReplayState& point) {
+  ReplayState p = point;
+  SyncState(p, /*save=*/false);
   result_.resumed_events = p.events;
-  result_.memory_wait_ns = p.memory_wait_ns;
-  result_.peak_resident_bytes = p.peak_resident_bytes;
-  result_.contention_ns = p.contention_ns;
-  result_.uplink_wait_ns = p.uplink_wait_ns;
-  result_.d2h_busy_ns = p.d2h_busy_ns;
-  checked_ = p.checked;
-  most_ahead_ns_ = p.most_ahead_ns;
-  last_check_ns_ = p.last_check_ns;
   next_record_ops_ = p.ops_done + record_every_;
   // The copies whose offloads have ended, and the swapped ones whose last
   // forward use has (FinishCompute's flag, read when their offload ends).
@@ -143,44 +162,7 @@ void Replay::SaveState() {
     return;
   }
   next_record_ops_ = ops_done_ + record_every_;
-  ReplayState& p = result_.resume_points.emplace_back();
-  p.now = now_;
-  p.resident = resident_;
-  p.started_ns = total_steps_ns_ - unstarted_ns_;
-  p.compute_earliest_end = compute_earliest_end_;
-  p.ops_done = ops_done_;
-  p.step = step_;
-  p.op = op_;
-  p.k = k_;
-  p.stage = stage_;
-  p.compute_busy = compute_busy_;
-  p.compute_slowable = compute_slowable_;
-  p.compute_start = compute_start_;
-  p.compute_end = compute_end_;
-  p.compute_alloc = compute_alloc_;
-  p.compute_work = compute_work_;
-  p.compute_rate = compute_rate_;
-  p.compute_since = compute_since_;
-  p.rated_copying = rated_copying_;
-  p.stage_since = stage_since_;
-  p.d2h_busy = d2h_.busy;
-  p.d2h_moving = d2h_.moving;
-  p.d2h_tensor = d2h_.tensor;
-  p.d2h_start = d2h_.start;
-  p.d2h_end = d2h_.end;
-  p.d2h_latency_end = d2h_.latency_end;
-  p.next_offload = static_cast<int64_t>(next_offload_);
-  p.offloads_done = offloads_done_;
-  p.last_offload_end = last_offload_end_;
-  p.events = result_.events;
-  p.memory_wait_ns = result_.memory_wait_ns;
-  p.peak_resident_bytes = result_.peak_resident_bytes;
-  p.contention_ns = result_.contention_ns;
-  p.uplink_wait_ns = result_.uplink_wait_ns;
-  p.d2h_busy_ns = result_.d2h_busy_ns;
-  p.checked = checked_;
-  p.most_ahead_ns = most_ahead_ns_;
-  p.last_check_ns = last_check_ns_;
+  SyncState(result_.resume_points.emplace_back(), /*save=*/true);
 }
 
 }  // namespace internal

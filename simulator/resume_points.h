@@ -19,6 +19,7 @@
 #ifndef SLACKSWAP_SIMULATOR_RESUME_POINTS_H_
 #define SLACKSWAP_SIMULATOR_RESUME_POINTS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -66,7 +67,7 @@ struct ReplayState {
   int64_t d2h_start = 0;
   int64_t d2h_end = 0;
   int64_t d2h_latency_end = 0;
-  int64_t next_offload = 0;
+  size_t next_offload = 0;
   int64_t last_offload_end = -1;
   // The result so far.
   int64_t events = 0;

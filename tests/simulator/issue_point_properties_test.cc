@@ -14,20 +14,15 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "simulator/event_model.h"
-#include "simulator/medium_traces.h"
 #include "simulator/plan.h"
-#include "simulator/small_traces.h"
-#include "simulator/splitmix.h"
-#include "simulator/trace_validation.h"
 #include "tests/simulator/random_plans.h"
 
 namespace slackswap {
 namespace {
 
-using ::slackswap::testing::AddRandomFixedTransfers;
+using ::slackswap::testing::MixedWorkloads;
 using ::slackswap::testing::RandomPlan;
 using ::slackswap::testing::SharedUplink;
-using ::slackswap::testing::SmallWorkloads;
 using ::slackswap::testing::Workload;
 
 constexpr uint64_t kSeed = 20261205;
@@ -36,32 +31,8 @@ constexpr int kTrials = 16;
 // Generated workloads (2 layers, four GPUs), random small traces (half of
 // them with random fixed transfers) and random medium traces.
 std::vector<Workload> Workloads() {
-  std::vector<Workload> out =
-      SmallWorkloads(2, {"titan-x", "a100", "h100", "gh200"});
-  SplitMix64 rng(kSeed);
-  for (int seed = 1; seed <= 60; ++seed) {
-    SmallTrace small =
-        RandomSmallTrace(static_cast<uint64_t>(seed), {2, 12, 10});
-    if (seed % 2 == 0) AddRandomFixedTransfers(small.trace, rng);
-    absl::StatusOr<Trace> trace = ValidateTrace(small.trace);
-    EXPECT_TRUE(trace.ok()) << "seed " << seed << ": " << trace.status();
-    if (!trace.ok()) continue;
-    out.push_back(
-        {absl::StrCat("random-", seed), *std::move(trace), small.hardware});
-  }
-  // Medium chains, branched blocks and DAGs of 20 to 60 tensors.
-  for (int seed = 1; seed <= 12; ++seed) {
-    MediumTraceOptions options;
-    options.shape = static_cast<MediumShape>(seed % 3);
-    options.max_tensors = 60;
-    const MediumTrace medium = RandomMediumTrace(kSeed + seed, options);
-    absl::StatusOr<Trace> trace = ValidateTrace(medium.trace);
-    EXPECT_TRUE(trace.ok()) << "medium " << seed << ": " << trace.status();
-    if (!trace.ok()) continue;
-    out.push_back(
-        {absl::StrCat("medium-", seed), *std::move(trace), medium.hardware});
-  }
-  return out;
+  return MixedWorkloads(kSeed, {"titan-x", "a100", "h100", "gh200"}, 60, 2, 12,
+                        60);
 }
 
 struct Counts {

@@ -12,8 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "simulator/hardware.h"
+#include "simulator/medium_traces.h"
 #include "simulator/plan.h"
 #include "simulator/schedule.h"
+#include "simulator/small_traces.h"
 #include "simulator/speed_scaling.h"
 #include "simulator/splitmix.h"
 #include "simulator/trace.h"
@@ -130,6 +132,38 @@ inline std::vector<Workload> SmallWorkloads(
       out.push_back(
           {absl::StrCat(preset, "/", gpu), *ValidateTrace(*generated), hw});
     }
+  }
+  return out;
+}
+
+// SmallWorkloads(2, gpus), then `small` random small traces (every
+// `fixed_every`-th carrying random fixed transfers drawn from `seed`) and
+// `medium` random medium chains, branched blocks and DAGs in turn, of 20 to
+// `max_medium_tensors` tensors (seeds seed + 1, seed + 2, ...).
+inline std::vector<Workload> MixedWorkloads(
+    uint64_t seed, const std::vector<std::string>& gpus, int small,
+    int fixed_every, int medium, int32_t max_medium_tensors) {
+  std::vector<Workload> out = SmallWorkloads(2, gpus);
+  SplitMix64 rng(seed);
+  for (int i = 1; i <= small; ++i) {
+    SmallTrace drawn = RandomSmallTrace(static_cast<uint64_t>(i), {2, 12, 10});
+    if (i % fixed_every == 0) AddRandomFixedTransfers(drawn.trace, rng);
+    absl::StatusOr<Trace> trace = ValidateTrace(drawn.trace);
+    EXPECT_TRUE(trace.ok()) << "seed " << i << ": " << trace.status();
+    if (!trace.ok()) continue;
+    out.push_back(
+        {absl::StrCat("random-", i), *std::move(trace), drawn.hardware});
+  }
+  for (int i = 1; i <= medium; ++i) {
+    MediumTraceOptions options;
+    options.shape = static_cast<MediumShape>(i % 3);
+    options.max_tensors = max_medium_tensors;
+    const MediumTrace drawn = RandomMediumTrace(seed + i, options);
+    absl::StatusOr<Trace> trace = ValidateTrace(drawn.trace);
+    EXPECT_TRUE(trace.ok()) << "medium " << i << ": " << trace.status();
+    if (!trace.ok()) continue;
+    out.push_back(
+        {absl::StrCat("medium-", i), *std::move(trace), drawn.hardware});
   }
   return out;
 }

@@ -18,21 +18,16 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "simulator/event_model.h"
-#include "simulator/medium_traces.h"
 #include "simulator/plan.h"
 #include "simulator/schedule.h"
-#include "simulator/small_traces.h"
-#include "simulator/splitmix.h"
-#include "simulator/trace_validation.h"
 #include "tests/simulator/random_plans.h"
 
 namespace slackswap {
 namespace {
 
-using ::slackswap::testing::AddRandomFixedTransfers;
+using ::slackswap::testing::MixedWorkloads;
 using ::slackswap::testing::RandomPlan;
 using ::slackswap::testing::SharedUplink;
-using ::slackswap::testing::SmallWorkloads;
 using ::slackswap::testing::Workload;
 
 constexpr uint64_t kSeed = 20261206;
@@ -43,30 +38,7 @@ constexpr int kCandidates = 12;
 // of them with fixed transfers) and medium chains, branched blocks and DAGs
 // of 20 to 150 tensors.
 std::vector<Workload> Workloads() {
-  std::vector<Workload> out = SmallWorkloads(2, {"a100", "h100"});
-  SplitMix64 rng(kSeed);
-  for (int seed = 1; seed <= 24; ++seed) {
-    SmallTrace small =
-        RandomSmallTrace(static_cast<uint64_t>(seed), {2, 12, 10});
-    if (seed % 3 == 0) AddRandomFixedTransfers(small.trace, rng);
-    absl::StatusOr<Trace> trace = ValidateTrace(small.trace);
-    EXPECT_TRUE(trace.ok()) << "seed " << seed << ": " << trace.status();
-    if (!trace.ok()) continue;
-    out.push_back(
-        {absl::StrCat("random-", seed), *std::move(trace), small.hardware});
-  }
-  for (int seed = 1; seed <= 9; ++seed) {
-    MediumTraceOptions options;
-    options.shape = static_cast<MediumShape>(seed % 3);
-    options.max_tensors = 150;
-    const MediumTrace medium = RandomMediumTrace(kSeed + seed, options);
-    absl::StatusOr<Trace> trace = ValidateTrace(medium.trace);
-    EXPECT_TRUE(trace.ok()) << "medium " << seed << ": " << trace.status();
-    if (!trace.ok()) continue;
-    out.push_back(
-        {absl::StrCat("medium-", seed), *std::move(trace), medium.hardware});
-  }
-  return out;
+  return MixedWorkloads(kSeed, {"a100", "h100"}, 24, 3, 9, 150);
 }
 
 // `plan` with 1 to 3 tensors given another decision, or one swap another

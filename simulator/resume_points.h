@@ -34,7 +34,7 @@ struct Schedule;
 // operators.
 inline constexpr int32_t kResumePoints = 32;
 
-// A replay's state at the top of its loop (internal to simulator/replay.cc;
+// A replay's state at the top of its loop (internal to simulator/replay*.cc;
 // opaque to planners). Every field is one the plan does not change before
 // that point, so the state is any plan's that resumes from it: the steps'
 // time already started (not the time left, which counts the plan's

@@ -44,16 +44,20 @@ class Search {
         earliest_(
             options.earliest_issue &&
             EarliestIssueIsBest(options.physics, PrefetchAdmission::kAnySpeed)),
+        transfer_times_(ComputeTransferTimes(trace, hardware, options.physics)),
         rng_(options.seed) {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
     sim_.physics = options.physics;
+    sim_.transfer_times = &transfer_times_;
     for (int32_t t = 0; t < trace.num_tensors(); ++t) {
       if (trace.tensors[t].size_bytes > 0) mutable_.push_back(t);
     }
   }
 
   GeneticResult Run(const std::vector<Plan>& seeds);
+  Search(const Search&) = delete;
+  Search& operator=(const Search&) = delete;
 
  private:
   // Makes `plan` valid: allowed decisions (NormalizeDecisions, which a
@@ -76,6 +80,7 @@ class Search {
   // Every swap issued at the earliest point of its window
   // (GeneticOptions::earliest_issue, where it applies).
   const bool earliest_;
+  const TransferTimes transfer_times_;  // (sim_'s)
   SimulationOptions sim_;
   std::vector<int32_t> mutable_;
   std::mt19937_64 rng_;

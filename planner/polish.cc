@@ -41,12 +41,15 @@ class Polisher {
         hw_(hardware),
         options_(options),
         run_starts_(BlockRunStarts(trace)),
-        max_replay_millis_(MaxReplayMillis(trace, hardware, options.physics)) {
+        max_replay_millis_(MaxReplayMillis(trace, hardware, options.physics)),
+        transfer_times_(
+            ComputeTransferTimes(trace, hardware, options.physics)) {
     sim_.budget_bytes = budget;
     sim_.per_layer_barriers = options.per_layer_barriers;
     sim_.prefetch_admission = options.prefetch_admission;
     sim_.physics = options.physics;
     sim_.record_resume_points = options.resume;
+    sim_.transfer_times = &transfer_times_;
   }
 
   PolishResult Run(Plan& plan, SimulationResult& replay);
@@ -217,6 +220,7 @@ class Polisher {
   const PolishOptions& options_;
   const std::vector<int32_t> run_starts_;
   const int64_t max_replay_millis_;
+  const TransferTimes transfer_times_;  // (sim_'s)
   SimulationOptions sim_;
   int64_t spent_millis_ = 0;
   // Per kind of move (MoveKind): the candidates of that kind replayed in

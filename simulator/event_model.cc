@@ -147,6 +147,28 @@ SimulationResult SimulateSchedule(const Trace& trace, const Hardware& hardware,
       .Run();
 }
 
+TransferTimes ComputeTransferTimes(const Trace& trace, const Hardware& hardware,
+                                   const Physics& physics) {
+  // The rates internal::Replay takes: the lockstep share under node physics.
+  const Hardware link =
+      UsesNodePhysics(hardware, physics) ? LockstepShare(hardware) : hardware;
+  TransferTimes times;
+  times.d2h_bytes_per_second = link.d2h_bytes_per_second;
+  times.h2d_bytes_per_second = link.h2d_bytes_per_second;
+  times.latency_ns = hardware.transfer_latency_ns;
+  const int32_t items = trace.num_tensors() + trace.num_fixed_transfers();
+  times.d2h_ns.resize(items);
+  times.h2d_ns.resize(items);
+  for (int32_t item = 0; item < items; ++item) {
+    const int64_t bytes = ItemBytes(trace, item);
+    times.d2h_ns[item] =
+        TransferNs(bytes, times.d2h_bytes_per_second, times.latency_ns);
+    times.h2d_ns[item] =
+        TransferNs(bytes, times.h2d_bytes_per_second, times.latency_ns);
+  }
+  return times;
+}
+
 int64_t MaxReplayEvents(const Trace& trace, const Hardware& hardware,
                         const Physics& physics) {
   const int64_t ranks =

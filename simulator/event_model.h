@@ -52,6 +52,20 @@ enum class PrefetchAdmission : uint8_t {
   kFitsNow,
 };
 
+// Each item's copy time (TransferNs, the latency included) in each
+// direction as a replay of one trace on one hardware with one physics
+// takes it: at the link's rate, or at the lockstep share of the uplink
+// (ComputeTransferTimes). Planners that replay many candidates of a trace
+// compute it once (SimulationOptions::transfer_times).
+struct TransferTimes {
+  int64_t d2h_bytes_per_second = 0;
+  int64_t h2d_bytes_per_second = 0;
+  int64_t latency_ns = 0;
+  // Per item: the tensors, then the fixed transfers.
+  std::vector<int64_t> d2h_ns;
+  std::vector<int64_t> h2d_ns;
+};
+
 struct SimulationOptions {
   // Bound on resident saved-tensor and workspace bytes.
   int64_t budget_bytes = kUnlimitedBytes;
@@ -99,6 +113,10 @@ struct SimulationOptions {
   // without them, but for resume_points and resumed_events.
   bool record_resume_points = false;
   const ResumeBase* resume_from = nullptr;
+  // ComputeTransferTimes of this trace, hardware and physics, which the
+  // replay then looks up instead of dividing. Used where its rates, latency
+  // and item count are the replay's; the result is the same without it.
+  const TransferTimes* transfer_times = nullptr;
 };
 
 // kFixedTransfer: a fixed transfer (trace.h) a step waits for, or the
@@ -296,6 +314,11 @@ inline bool EarliestIssueIsBest(const Physics& physics,
   return admission == PrefetchAdmission::kAnySpeed && !physics.hbm_contention &&
          physics.rank_skew_ns == 0 && physics.allocator == AllocatorKind::kNone;
 }
+
+// The copy times a replay of `trace` on `hardware` with `physics` uses
+// (TransferTimes).
+TransferTimes ComputeTransferTimes(const Trace& trace, const Hardware& hardware,
+                                   const Physics& physics);
 
 // The most events (SimulationResult::events) a replay of `trace` can go
 // through: its start, and each step (an operator, or a rebuild: a tensor is

@@ -69,13 +69,17 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
                          PrefetchAdmission::kAnySpeed &&
                      !schedule.prefetch_order.empty()),
       fixed_(!trace.fixed_transfers.empty()),
-      offloaded_(trace.tensors.size(), 0),
-      forward_done_(trace.tensors.size(), 0),
       modelled_(options.physics.allocator != AllocatorKind::kNone),
       reserved_budget_(modelled_ && options.physics.budget_reserved),
       allocator_(options.physics.allocator,
                  reserved_budget_ ? options.budget_bytes
                                   : CachingAllocatorModel::kNoLimit) {
+  // (Empty: computed when first needed.)
+  prefetch_deadline_.clear();
+  link_before_.clear();
+  link_tail_.clear();
+  offloaded_.assign(trace.tensors.size(), 0);
+  forward_done_.assign(trace.tensors.size(), 0);
   if (options.per_layer_barriers) ComputeBarriers();
   if (modelled_) allocation_.assign(s_.prefetch_rank.size(), -1);
   result_.budget_bytes = options_.budget_bytes;
@@ -103,6 +107,38 @@ Replay::Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
       rates == Rates::kLockstep ? LockstepShare(hardware) : hardware;
   d2h_rate_ = link.d2h_bytes_per_second;
   h2d_rate_ = link.h2d_bytes_per_second;
+  const TransferTimes* times = options.transfer_times;
+  const size_t items = s_.prefetch_rank.size();
+  if (times != nullptr && times->d2h_bytes_per_second == d2h_rate_ &&
+      times->h2d_bytes_per_second == h2d_rate_ &&
+      times->latency_ns == hardware.transfer_latency_ns &&
+      times->d2h_ns.size() == items && times->h2d_ns.size() == items) {
+    d2h_ns_ = times->d2h_ns.data();
+    h2d_ns_ = times->h2d_ns.data();
+  }
+}
+
+std::vector<std::unique_ptr<Replay::Buffers>>& Replay::Pool() {
+  thread_local std::vector<std::unique_ptr<Buffers>> pool;
+  return pool;
+}
+
+std::unique_ptr<Replay::Buffers> Replay::TakeBuffers() {
+  std::vector<std::unique_ptr<Buffers>>& pool = Pool();
+  if (pool.empty()) return std::make_unique<Buffers>();
+  std::unique_ptr<Buffers> buffers = std::move(pool.back());
+  pool.pop_back();
+  return buffers;
+}
+
+Replay::~Replay() {
+  // (Not those of a trace too large to be worth keeping.)
+  std::vector<std::unique_ptr<Buffers>>& pool = Pool();
+  if (pool.size() < kPooledBuffers &&
+      buffers_->offloaded.capacity() <= kPooledItems &&
+      buffers_->projection_values.capacity() <= kPooledItems) {
+    pool.push_back(std::move(buffers_));
+  }
 }
 
 ABSL_ATTRIBUTE_NOINLINE void Replay::EndLongWait(int64_t& wait_ns,
@@ -273,8 +309,8 @@ void Replay::StartCopy(Copy& copy, int32_t item, int64_t link_bytes_per_second,
     copy.since = now_;
     copy.end = copy.latency_end;
   } else {
-    copy.end =
-        now_ + TransferNs(size, link_bytes_per_second, hw_.transfer_latency_ns);
+    copy.end = now_ + CopyNs(item, &copy == &h2d_ ? h2d_ns_ : d2h_ns_,
+                             link_bytes_per_second);
   }
   const int32_t num_tensors = trace_.num_tensors();
   copy.event = item < num_tensors ? Record(kind, item, copy.end)

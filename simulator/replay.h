@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ class Replay {
   Replay(const Trace& trace, const Hardware& hardware, const Plan& plan,
          const Schedule& schedule, const SimulationOptions& options,
          Rates rates);
+  ~Replay();
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
 
   // The whole iteration alone (rates kFixed or kLockstep).
   SimulationResult Run();
@@ -207,6 +211,12 @@ class Replay {
   }
   void StartCopy(Copy& copy, int32_t tensor, int64_t link_bytes_per_second,
                  TimelineKind kind);
+  // An item's copy time at d2h_rate_ or h2d_rate_ (TransferNs).
+  int64_t CopyNs(int32_t item, const int64_t* table, int64_t rate) const {
+    return table != nullptr ? table[item]
+                            : TransferNs(ItemBytes(trace_, item), rate,
+                                         hw_.transfer_latency_ns);
+  }
   // Time a transfer took beyond what it takes alone on its own link.
   void EndCopy(Copy& copy, int64_t link_bytes_per_second);
   void FinishCompute();
@@ -275,7 +285,33 @@ class Replay {
   // lockstep share of the uplink).
   int64_t d2h_rate_ = 0;
   int64_t h2d_rate_ = 0;
+  // Their copy times per item (options_.transfer_times), or null: then
+  // worked out at each copy.
+  const int64_t* d2h_ns_ = nullptr;
+  const int64_t* h2d_ns_ = nullptr;
   SimulationResult result_;
+
+  // The replay's per-item and per-step working memory, whose capacity the
+  // replays on a thread pass on (TakeBuffers, and the destructor): a
+  // planner's candidates would otherwise allocate it all again, each.
+  struct Buffers {
+    std::vector<uint8_t> offloaded;
+    std::vector<uint8_t> forward_done;
+    std::vector<int32_t> prefetch_deadline;
+    std::vector<int64_t> link_before;
+    std::vector<int64_t> link_tail;
+    std::vector<int64_t> projection_values;
+    std::vector<int64_t> projection_diff;
+    MaxSegmentTree projected{0};
+  };
+  // The buffers of the replays that ended on this thread, for the next ones
+  // (at most kPooledBuffers: a node's replays run at once, a few).
+  static constexpr size_t kPooledBuffers = 8;
+  // Buffers for more tensors or steps than this are not kept.
+  static constexpr size_t kPooledItems = size_t{1} << 14;
+  static std::vector<std::unique_ptr<Buffers>>& Pool();
+  static std::unique_ptr<Buffers> TakeBuffers();
+  std::unique_ptr<Buffers> buffers_ = TakeBuffers();
 
   // Barrier requirements per step (empty without barriers).
   std::vector<int32_t> barrier_offloads_;
@@ -292,12 +328,12 @@ class Replay {
   const bool projection_on_;
   // The trace has fixed transfers (the schedule's fixed_* fields are set).
   const bool fixed_;
-  std::vector<int32_t> prefetch_deadline_;
-  std::vector<int64_t> link_before_;
-  std::vector<int64_t> link_tail_;
+  std::vector<int32_t>& prefetch_deadline_ = buffers_->prefetch_deadline;
+  std::vector<int64_t>& link_before_ = buffers_->link_before;
+  std::vector<int64_t>& link_tail_ = buffers_->link_tail;
   bool projection_built_ = false;
   int32_t projection_base_ = 0;  // the step projected_ starts at
-  MaxSegmentTree projected_{0};
+  MaxSegmentTree& projected_ = buffers_->projected;
   // Added to every step of projected_ from the next one to start on (the
   // only ones asked about from then on).
   int64_t projected_shift_ = 0;
@@ -351,8 +387,8 @@ class Replay {
   size_t next_prefetch_ = 0;
   int32_t prefetches_done_ = 0;
 
-  std::vector<uint8_t> offloaded_;
-  std::vector<uint8_t> forward_done_;
+  std::vector<uint8_t>& offloaded_ = buffers_->offloaded;
+  std::vector<uint8_t>& forward_done_ = buffers_->forward_done;
 
   // Resume points (resume_points.h). The H2D stream has found its head
   // offloaded at least once (then no state is saved).

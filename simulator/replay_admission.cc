@@ -92,8 +92,7 @@ void Replay::BuildLinkBound() {
   int64_t h2d = 0;
   for (r = 0; r < n; ++r) {
     link_before_[r] = h2d;
-    h2d += TransferNs(ItemBytes(trace_, s_.prefetch_order[r]), h2d_rate_,
-                      hw_.transfer_latency_ns);
+    h2d += CopyNs(s_.prefetch_order[r], h2d_ns_, h2d_rate_);
     link_tail_[r] = h2d + total - link_tail_[r];
   }
   for (r = n - 1; r > 0; --r)
@@ -108,11 +107,13 @@ void Replay::BuildProjection() {
   // their last forward use. Built when first asked, so that offloads ended
   // by then are not counted and no prefetch has started early.
   const int32_t steps = s_.num_steps;
-  std::vector<int64_t> values(steps, 0);
+  std::vector<int64_t>& values = buffers_->projection_values;
+  values.assign(steps, 0);
   // (Index steps + 1 takes what lands on no step, so that the tensors' loop
   // below selects instead of branching on the plan's decisions.)
   const int32_t nowhere = steps + 1;
-  std::vector<int64_t> diff(static_cast<size_t>(steps) + 2, 0);
+  std::vector<int64_t>& diff = buffers_->projection_diff;
+  diff.assign(static_cast<size_t>(steps) + 2, 0);
   const auto size_of = [&](int32_t item) { return HeldBytes(item); };
   for (int32_t o = 0; o < trace_.num_ops(); ++o) {
     for (int32_t k = s_.rebuilds.begin[o]; k < s_.rebuilds.begin[o + 1]; ++k) {
@@ -157,7 +158,7 @@ void Replay::BuildProjection() {
   }
   // Only steps from the next one on are ever asked about.
   projection_base_ = NextUnstartedStep();
-  projected_ = MaxSegmentTree(absl::MakeConstSpan(values).subspan(
+  projected_.Assign(absl::MakeConstSpan(values).subspan(
       static_cast<size_t>(projection_base_)));
   projection_built_ = true;
 }

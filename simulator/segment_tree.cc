@@ -8,8 +8,13 @@ MaxSegmentTree::MaxSegmentTree(int n, int64_t initial)
     : MaxSegmentTree(
           std::vector<int64_t>(static_cast<size_t>(std::max(n, 0)), initial)) {}
 
-MaxSegmentTree::MaxSegmentTree(absl::Span<const int64_t> values)
-    : n_(static_cast<int>(values.size())) {
+MaxSegmentTree::MaxSegmentTree(absl::Span<const int64_t> values) {
+  Assign(values);
+}
+
+void MaxSegmentTree::Assign(absl::Span<const int64_t> values) {
+  n_ = static_cast<int>(values.size());
+  leaves_ = 1;
   while (leaves_ < values.size()) leaves_ *= 2;
   // Leaves past n hold -infinity: no addition reaches them, none wins.
   max_.assign(2 * leaves_, kNegativeInfinity);

@@ -27,6 +27,8 @@ class MaxSegmentTree {
   explicit MaxSegmentTree(int n, int64_t initial = 0);
   // The values given, in O(n).
   explicit MaxSegmentTree(absl::Span<const int64_t> values);
+  // Becomes the tree of `values`, in O(n), reusing its memory.
+  void Assign(absl::Span<const int64_t> values);
 
   int size() const { return n_; }
   // Adds `delta` to every value in [lo, hi). Empty ranges are ignored.
@@ -77,7 +79,7 @@ class MaxSegmentTree {
   }
   void BuildInternal();
 
-  int n_;
+  int n_ = 0;
   size_t leaves_ = 1;  // m: leaf i is node m + i; node 1 is the root
   // Per node: the maximum of its subtree with every addition made to a
   // range covering the node or part of it, but not those pending at its

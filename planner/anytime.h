@@ -79,8 +79,10 @@ namespace slackswap {
 // search's two threads; the median searched cell takes about its limit. Until
 // stop 52 a replay cost its trace's elements whatever it ran, at 72,000
 // element-replays a ms: a search took 0.4 to 1.45 times its limit, as its
-// plans rebuilt and swapped little or much (docs/planner.md).
-inline constexpr int64_t kSearchWorkPerMs = 270'000;
+// plans rebuilt and swapped little or much (docs/planner.md). 270,000 from
+// stop 53 to 54; raised at stop 55 by what resumed candidates and reused
+// replay buffers save (docs/planner.md, "What a replay costs").
+inline constexpr int64_t kSearchWorkPerMs = 295'000;
 // The threads the search replays on by default (PlannerOptions::
 // search_threads, AnytimeOptions::threads). The plan does not depend on
 // them: the budget is kSearchWorkPerMs whatever the threads, which only
@@ -89,14 +91,16 @@ inline constexpr int32_t kSearchThreads = 2;
 
 // The replays PlannerOptions::search_time_ms allows on `trace`, in nominal
 // replays: 0 when the search is off or the limit allows fewer than
-// kMinSearchReplays (a nominal replay of over 450,000 units at the default
-// 160 ms: a trace of about 96,000 elements).
+// kMinSearchReplays (a nominal replay of over 491,000 units at the default
+// 160 ms: a trace of about 105,000 elements).
 inline constexpr int64_t kMinSearchReplays = 96;
 // The least a nominal replay counts for in that budget. On traces of a few
 // tensors a replay's bookkeeping (a move applied, the threads' hand-off)
 // outweighs its elements and events: section 15's small traces, about 580
-// units a replay, took up to 197 ms at 160 ms (docs/planner.md).
-inline constexpr int64_t kMinNominalReplayWork = 700;
+// units a replay, took up to 197 ms at 160 ms (docs/planner.md). 700 with
+// kSearchWorkPerMs at 270,000; raised with it, as the bookkeeping gained
+// nothing from what made the replays faster: their budgets stay as they were.
+inline constexpr int64_t kMinNominalReplayWork = 765;
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options);
 
 struct AnytimeOptions {

@@ -88,15 +88,6 @@ Plan FreeEverything(const Trace& trace) {
   return plan;
 }
 
-int64_t SwappedBytes(const Trace& trace, const Plan& plan) {
-  int64_t swapped = 0;
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    if (plan.decisions[t] == Decision::kSwap)
-      swapped += trace.tensors[t].size_bytes;
-  }
-  return swapped;
-}
-
 // The genetic search's starts besides the plan: the caller's, the all-keep
 // plan, the plan that rebuilds everything it may (where the link is slow, a
 // shared uplink, the best plans recompute nearly everything), and where
@@ -136,6 +127,7 @@ PolishOptions PolishFor(const AnytimeOptions& options, Workers& workers,
   p.physics = options.physics;
   p.adaptive_order = options.adaptive_order;
   p.earliest_issue = options.earliest_issue;
+  p.link_trades = options.link_trades;
   return p;
 }
 

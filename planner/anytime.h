@@ -135,6 +135,9 @@ struct AnytimeOptions {
   // (GeneticOptions::earliest_issue) and the kicks (off only to measure
   // it).
   bool earliest_issue = true;
+  // The local searches' link trades (PolishOptions::link_trades; off only
+  // to measure them).
+  bool link_trades = true;
 };
 
 struct AnytimeResult {

@@ -185,9 +185,10 @@ class Polisher {
   // the plan (true), or returns false (none, or no budget to scan them).
   bool TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
                 int64_t cap, PolishResult& result);
-  // One scan of the trades (Trades), each kept where it improves the plan.
-  // True when one was kept.
-  bool TradeScan(Plan& plan, SimulationResult& replay, PolishResult& result);
+  // One scan of the memory trades or (`link`) the link trades (Trades),
+  // each kept where it improves the plan. True when one was kept.
+  bool TradeScan(Plan& plan, SimulationResult& replay, PolishResult& result,
+                 bool link);
   // `plan` with `move` applied and every issue point back in its window;
   // `need` receives its needs (DeriveNeeds) unless SameSchedule has them.
   Plan Apply(const Plan& plan, const Move& move,
@@ -370,14 +371,11 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
   const int64_t cap = hw_.host_pinned_memory_bytes > 0
                           ? hw_.host_pinned_memory_bytes
                           : std::numeric_limits<int64_t>::max();
-  int64_t swapped = 0;
-  for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
-    if (plan.decisions[t] == Decision::kSwap)
-      swapped += trace_.tensors[t].size_bytes;
-  }
+  int64_t swapped = SwappedBytes(trace_, plan);
   bool improved = true;
-  bool pairs = false;   // single changes first; pairs once they stall
-  bool traded = false;  // trades scanned since the last change
+  bool pairs = false;        // single changes first; pairs once they stall
+  bool traded = false;       // memory trades scanned since the last change
+  bool link_traded = false;  // link trades scanned in this call
   while (!OutOfBudget() && !OnTarget(replay)) {
     if (!earliest_tried_ && replay.feasible) IssueAtEarliest(plan, replay);
     // Trades (Trades) before each scan of single changes that follows a
@@ -386,7 +384,20 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
     // only adds time).
     if (replay.feasible && !traded && options_.focus.empty()) {
       traded = true;
-      if (TradeScan(plan, replay, result)) improved = true;
+      if (TradeScan(plan, replay, result, false)) improved = true;
+      if (OutOfBudget() || OnTarget(replay)) break;
+    }
+    // Where no single change improves the plan, the link trades, once a
+    // call (a few replays: kMaxLinkTrades); one kept, single changes again.
+    if (!improved && !link_traded && replay.feasible &&
+        options_.focus.empty() && options_.allow_swap && options_.link_trades) {
+      link_traded = true;
+      if (TradeScan(plan, replay, result, true)) {
+        swapped = SwappedBytes(trace_, plan);  // (fewer bytes)
+        traded = false;
+        improved = true;
+        continue;
+      }
       if (OutOfBudget() || OnTarget(replay)) break;
     }
     if (!improved) {
@@ -601,11 +612,7 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
         c.plan.prefetch_issue_op == plan.prefetch_issue_op) {
       return;
     }
-    c.swapped = 0;
-    for (int32_t t = 0; t < trace_.num_tensors(); ++t) {
-      if (c.plan.decisions[t] == Decision::kSwap)
-        c.swapped += trace_.tensors[t].size_bytes;
-    }
+    c.swapped = SwappedBytes(trace_, c.plan);
     if (c.swapped <= cap) Prepare(c, replay, /*with_need=*/false, plan, replay);
   };
   const auto judge = [&](size_t slot, size_t) {
@@ -624,17 +631,17 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
 }
 
 bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
-                         PolishResult& result) {
-  // Building the trades pairs every kept tensor with every rebuilt one:
-  // only where that costs less than the replays left.
+                         PolishResult& result, bool link) {
+  // Building the memory trades pairs every kept tensor with every rebuilt
+  // one: only where that costs less than the replays left.
   int64_t kept = 0, rebuilt = 0;
   for (const Decision d : plan.decisions) {
     kept += d == Decision::kKeep;
     rebuilt += d == Decision::kRecompute;
   }
-  if (kept * rebuilt > Left() * ReplayElements(trace_)) return false;
+  if (!link && kept * rebuilt > Left() * ReplayElements(trace_)) return false;
   bool kept_one = false;
-  const std::vector<Trade> trades = Trades(trace_, plan);
+  const std::vector<Trade> trades = Trades(trace_, plan, !link, link);
   std::vector<Candidate> slots = Slots();
   // ChainsFit's marks, a set per slot.
   std::vector<std::vector<uint32_t>> stamps(
@@ -652,24 +659,15 @@ bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
     Candidate& c = slots[slot];
     c.replayed = false;
     const Trade& trade = trades[i];
-    // A trade whose tensors an earlier one changed no longer applies.
-    const auto still = [&](int32_t t, Decision d) {
-      return plan.decisions[t] == d;
-    };
-    if (!still(trade.dropped, Decision::kKeep) ||
-        !std::all_of(trade.kept.begin(), trade.kept.end(), [&](int32_t t) {
-          return still(t, Decision::kRecompute);
-        })) {
-      return;
-    }
     Plan next = plan;
-    for (int32_t t : trade.kept) next.decisions[t] = Decision::kKeep;
-    next.decisions[trade.dropped] = Decision::kRecompute;
-    if (!ChainsFit(trace_, next.decisions, trade.dropped, kMaxRebuildChain,
-                   stamps[slot], walks[slot])) {
+    if (!MakeTrade(trace_, plan, trade, kMaxRebuildChain, stamps[slot],
+                   walks[slot], next)) {
       return;
     }
-    c.plan = Apply(next, {trade.dropped, Decision::kRecompute, Issue::kLatest});
+    // (A new swap's issue point: the earliest of its window.)
+    c.plan = Apply(next, {trade.tensor, trade.to,
+                          trade.to == Decision::kSwap ? Issue::kEarliest
+                                                      : Issue::kLatest});
     Prepare(c, replay, /*with_need=*/false, plan, replay);
   };
   const auto judge = [&](size_t slot, size_t) {

@@ -82,6 +82,10 @@ struct PolishOptions {
   PrefetchAdmission prefetch_admission = PrefetchAdmission::kAnySpeed;
   // Stop once the plan completes within this many ns (0: never early).
   int64_t target_ns = 0;
+  // Where no single change improves the plan, once a call: the link trades
+  // (trades.h: a rebuilt tensor swapped, swapped ones cheap to rebuild
+  // rebuilt; off only to measure them).
+  bool link_trades = true;
   // The node physics every replay applies.
   Physics physics;
   // Replays candidates on these threads (null: on the caller's alone).

@@ -1,11 +1,13 @@
 // File: trades.h
 //
-// The improvement step's trades (polish.h): a kept tensor rebuilt instead,
-// and rebuilt tensors kept instead whose span between last forward and first
-// backward use lies within its own, a change no single change makes.
+// The improvement step's trades (polish.h): two decisions exchanged at once,
+// which no single change makes. Memory trades rebuild a kept tensor and keep
+// rebuilt ones within its span; link trades swap a rebuilt tensor and
+// rebuild swapped ones cheap to rebuild.
 #ifndef SLACKSWAP_PLANNER_TRADES_H_
 #define SLACKSWAP_PLANNER_TRADES_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -14,15 +16,26 @@
 
 namespace slackswap {
 
-// A trade: a kept tensor rebuilt instead, and rebuilt tensors kept instead
-// whose span between last forward and first backward use lies within its
-// own, as many as its bytes cover, the dearest per byte first. The forward
-// copies resident at every op are then no more bytes than before, and the
-// rebuilds take `gain_ns` less; the replay judges the rest (the new rebuild's
-// place and inputs, the prefetches around it).
+// A trade: `tensor` takes decision `to` instead of `from`, and `others`,
+// which had `to`, take `from`: two changes no single one makes.
+//   - Memory trades (from kKeep, to kRecompute): a kept tensor rebuilt
+//     instead, and rebuilt tensors kept whose span between last forward and
+//     first backward use lies within its own, as many as its bytes cover,
+//     the dearest per byte first. The forward copies resident at every op
+//     are then no more bytes than before.
+//   - Link trades (from kRecompute, to kSwap): a rebuilt tensor swapped
+//     instead, and swapped tensors rebuilt, the cheapest to rebuild per byte
+//     first (ties: the later tensor first), until their bytes cover its own.
+//     The host link then carries no more bytes than before: the link budget
+//     pass's rule (the link for the dearest rebuilds), which a plan repaired
+//     and searched one change at a time can leave behind at a tight budget.
+// Either way the rebuilds take `gain_ns` less; the replay judges the rest
+// (the new rebuilds' places and inputs, the prefetches around them).
 struct Trade {
-  int32_t dropped = -1;
-  std::vector<int32_t> kept;
+  int32_t tensor = -1;
+  Decision from = Decision::kKeep;
+  Decision to = Decision::kRecompute;
+  std::vector<int32_t> others;
   int64_t gain_ns = 0;
 };
 
@@ -36,9 +49,25 @@ bool ChainsFit(const Trace& trace, const std::vector<Decision>& decisions,
                int32_t t, int32_t limit, std::vector<uint32_t>& stamp,
                uint32_t& walk);
 
-// The trades `plan` offers, the largest gain first (ties by the dropped
+// `next` (a copy of `plan`) with `trade`'s decisions made, where its tensors
+// still have the decisions it was made for (an earlier trade may have
+// changed them) and every tensor it rebuilds keeps its rebuild chains within
+// `limit` (ChainsFit, with `stamp` and `walk`); else false. Issue points are
+// the caller's.
+bool MakeTrade(const Trace& trace, const Plan& plan, const Trade& trade,
+               int32_t limit, std::vector<uint32_t>& stamp, uint32_t& walk,
+               Plan& next);
+
+// The most link trades Trades offers: those of the largest gains. (The
+// local search scans them once a call, where no single change improves its
+// plan: polish.h.)
+inline constexpr size_t kMaxLinkTrades = 8;
+
+// The memory trades and (where `link_trades`) the link trades `plan` offers,
+// the largest gain first (ties: memory trades first, each kind by its
 // tensor's id).
-std::vector<Trade> Trades(const Trace& trace, const Plan& plan);
+std::vector<Trade> Trades(const Trace& trace, const Plan& plan,
+                          bool memory_trades, bool link_trades);
 
 }  // namespace slackswap
 

@@ -15,6 +15,15 @@ Plan Plan::AllKeep(const Trace& trace) {
   return plan;
 }
 
+int64_t SwappedBytes(const Trace& trace, const Plan& plan) {
+  int64_t swapped = 0;
+  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
+    if (plan.decisions[t] == Decision::kSwap)
+      swapped += trace.tensors[t].size_bytes;
+  }
+  return swapped;
+}
+
 std::vector<int32_t> BlockRunStarts(const Trace& trace) {
   std::vector<int32_t> starts(trace.ops.size());
   for (int32_t o = 0; o < trace.num_ops(); ++o) {

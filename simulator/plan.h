@@ -32,6 +32,9 @@ struct Plan {
   static Plan AllKeep(const Trace& trace);
 };
 
+// The bytes `plan` swaps (its swapped tensors' sizes).
+int64_t SwappedBytes(const Trace& trace, const Plan& plan);
+
 // Checks `plan` against `trace` and `hardware`:
 //   - one decision and issue point per tensor, each a known decision;
 //   - no swap of a swap-forbidden tensor, no recompute of a

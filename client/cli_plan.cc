@@ -79,9 +79,10 @@ int PlanCommand(Backend& backend) {
   const std::string search =
       st.search_replays() == 0
           ? ""
-          : absl::StrFormat("; searched %d replays%s", st.search_replays(),
-                            st.search_improved() ? " (found a faster plan)"
-                                                 : " (nothing faster)");
+          : absl::StrFormat(
+                "; searched %d replays (%s%s)", st.search_replays(),
+                st.search_improved() ? "found a faster plan" : "nothing faster",
+                st.proven_optimal() ? "; the exact optimum" : "");
   std::cout << absl::StrFormat(
       "lower bound  %s: the plan is within %.2f%% of any plan's iteration "
       "time\n"

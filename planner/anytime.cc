@@ -7,6 +7,7 @@
 
 #include "base/workers.h"
 #include "planner/basic_plans.h"
+#include "planner/exact_search.h"
 #include "planner/genetic.h"
 #include "planner/polish.h"
 #include "planner/replay_cost.h"
@@ -128,6 +129,7 @@ PolishOptions PolishFor(const AnytimeOptions& options, Workers& workers,
   p.adaptive_order = options.adaptive_order;
   p.earliest_issue = options.earliest_issue;
   p.link_trades = options.link_trades;
+  p.room_trades = options.room_trades;
   return p;
 }
 
@@ -270,6 +272,40 @@ bool StepZero(const Trace& trace, const Hardware& hardware,
     if (OnTarget(replay, options.target_ns)) return true;
   }
   return (options.stop != nullptr && options.stop->stopped()) || found.stopped;
+}
+
+// Step 1's exact stage (traces of at most kMaxExactTensors, without
+// barriers): the branch and bound of exact_search.h from `plan`, with half of
+// what is left; its best plan replaces `plan` where faster. True where the
+// search was exhaustive: `plan` is then the optimum (or where it does not
+// complete, no plan fits), and the search ends; false where it gave up or
+// was stopped.
+bool ExactStage(const Trace& trace, const Hardware& hardware,
+                int64_t budget_bytes, const AnytimeOptions& options, Plan& plan,
+                SimulationResult& replay, AnytimeResult& result) {
+  ExactSearchOptions exact;
+  exact.max_cost_millis =
+      std::max<int64_t>((options.max_replays - result.replays) / 2, 1) *
+      kReplayMillis;
+  exact.should_stop = [&] {
+    return options.stop != nullptr && options.stop->StopNow();
+  };
+  exact.physics = options.physics;
+  exact.earliest_issue = options.earliest_issue;
+  const absl::StatusOr<ExactSearchResult> found =
+      SearchExact(trace, hardware, budget_bytes, exact,
+                  replay.feasible ? &plan : nullptr, &replay);
+  if (!found.ok()) return false;  // stopped
+  result.replays += (found->cost_millis + kReplayMillis - 1) / kReplayMillis;
+  if (found->found && Faster(found->replay, replay)) {
+    plan = found->best;
+    // (Again, recording the states the local search resumes from.)
+    replay = Replay(trace, hardware, budget_bytes, options, plan);
+    ++result.replays;
+    result.improved = true;
+  }
+  result.exhaustive = found->finished;
+  return found->finished;
 }
 
 // `plan` kicked: 2 to kKickChanges tensors near a random one get another
@@ -541,6 +577,25 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     if (Faster(replay, before)) result.improved = true;
   };
 
+  // The exact stage (small traces): first where the plan does not complete
+  // (where no plan fits, only an exhaustive search says so), else after the
+  // local search (its plan then cuts the tree sooner). Where it gave up, the
+  // search goes on from its plan.
+  bool exact = options.exact_stage && !options.per_layer_barriers &&
+               trace.num_tensors() <= kMaxExactTensors;
+  const auto exact_stage = [&] {
+    exact = false;
+    const SimulationResult before = replay;
+    if (ExactStage(trace, hardware, budget_bytes, options, plan, replay,
+                   result) ||
+        OnTarget(replay, options.target_ns) || stopped()) {
+      return true;
+    }
+    if (Faster(replay, before)) converged = false;
+    return false;
+  };
+  if (exact && !replay.feasible && exact_stage()) return result;
+
   bool freeing_last = false;
   std::vector<Plan> starts = Portfolio(trace, hardware, options, freeing_last);
   if (!replay.feasible &&
@@ -553,9 +608,10 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   // completes, on until no change improves it (or the budget is spent).
   polish(options.max_replays / 4);
   if (OnTarget(replay, options.target_ns) || stopped()) return result;
+  if (replay.feasible) polish(options.max_replays - result.replays);
+  if (OnTarget(replay, options.target_ns) || stopped()) return result;
+  if (exact && exact_stage()) return result;
   if (replay.feasible) {
-    polish(options.max_replays - result.replays);
-    if (OnTarget(replay, options.target_ns) || stopped()) return result;
     // A local search stays in its start's basin: where the budget has room
     // for it twice more, one from a second start.
     const int64_t first = result.replays;

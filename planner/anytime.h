@@ -14,7 +14,12 @@
 //   1. the improvement step (polish.h) from the plan, with a quarter of the
 //      budget, and where its plan then completes and it has not converged,
 //      on from it until no change improves it (a local optimum) or the
-//      budget is spent; then,
+//      budget is spent; then, on traces of at most kMaxExactTensors
+//      without barriers, the exact stage: the exact optimum's branch and
+//      bound (exact_search.h) from the plan with half of what is left
+//      (first of all where the plan does not complete); where it finishes,
+//      the search ends at the optimum, or with a proof that no plan fits
+//      (AnytimeResult::exhaustive); then,
 //      where at least twice the replays it took are left, the improvement
 //      step from a second start with as many (a local search stays in its
 //      start's basin): the fastest of the portfolio below that completes,
@@ -138,6 +143,12 @@ struct AnytimeOptions {
   // The local searches' link trades (PolishOptions::link_trades; off only
   // to measure them).
   bool link_trades = true;
+  // And their room trades (PolishOptions::room_trades; off only to measure
+  // them).
+  bool room_trades = true;
+  // Step 1's exact stage on traces of at most kMaxExactTensors (off only to
+  // measure it).
+  bool exact_stage = true;
 };
 
 struct AnytimeResult {
@@ -145,6 +156,9 @@ struct AnytimeResult {
   bool improved = false;
   // Kicks of step 4 whose plan replaced the search's.
   int64_t kicks_kept = 0;
+  // The exact stage was exhaustive: the plan is the optimum, or where it
+  // does not complete, no plan fits the budget.
+  bool exhaustive = false;
 };
 
 // Improves `plan` and `replay` (its replay under `budget_bytes`, without

@@ -6,20 +6,9 @@
 // the reference that SlackSwap, the baselines and the lower bounds are
 // measured against (docs/planner.md, "The exact optimum").
 //
-// Branch and bound, depth first, over the tensors by decreasing size:
-//   - a tensor of zero bytes is kept (keeping it costs nothing);
-//   - a partial plan is cut when its recompute time alone (every recomputed
-//     tensor is rebuilt once) reaches the best iteration found, or when the
-//     bytes that must be resident at some op's start pass the budget (a kept
-//     tensor from its production to its last use; any other from production
-//     to its last forward use and from its first backward use on);
-//   - for a complete decision vector, the issue points of its swaps are
-//     searched as non-decreasing sequences in prefetch (deadline) order: the
-//     H2D stream serves prefetches one after another in that order, so a
-//     later prefetch's issue point below an earlier one's changes nothing;
-//     the search of a vector stops when a replay has no stall.
-// The first incumbent is SlackSwap's plan. Ties keep the plan found first:
-// the result is deterministic.
+// The branch and bound of exact_search.h, from SlackSwap's plan as the
+// first incumbent. Ties keep the plan found first: the result is
+// deterministic.
 //
 // Cost: exponential in the tensors (3^n decision vectors before cuts); the
 // search stops with RESOURCE_EXHAUSTED past `max_replays`.

@@ -135,6 +135,9 @@ struct PlannerStats {
   // improved the plan (or found one).
   int64_t search_replays = 0;
   bool search_improved = false;
+  // The search's exact stage (anytime.h; traces of at most 16 tensors)
+  // searched every decision and issue point: the plan is the optimum.
+  bool proven_optimal = false;
   // Lifetimes the plan draft moved (PlanDraft::lifetime_updates): the work of
   // the passes, which grows near linearly with the trace.
   int64_t draft_lifetime_updates = 0;

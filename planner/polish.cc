@@ -375,25 +375,25 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
   bool improved = true;
   bool pairs = false;        // single changes first; pairs once they stall
   bool traded = false;       // memory trades scanned since the last change
-  bool link_traded = false;  // link trades scanned in this call
+  bool link_traded = false;  // link and room trades scanned in this call
   while (!OutOfBudget() && !OnTarget(replay)) {
     if (!earliest_tried_ && replay.feasible) IssueAtEarliest(plan, replay);
-    // Trades (Trades) before each scan of single changes that follows a
-    // change: a single change cannot make them (keeping a rebuilt tensor
-    // alone needs memory the plan does not have; rebuilding a kept one alone
-    // only adds time).
+    // Memory trades before each scan of single changes that follows a change:
+    // no single change makes them (keeping a rebuilt tensor alone needs
+    // memory the plan lacks; rebuilding a kept one alone only adds time).
     if (replay.feasible && !traded && options_.focus.empty()) {
       traded = true;
       if (TradeScan(plan, replay, result, false)) improved = true;
       if (OutOfBudget() || OnTarget(replay)) break;
     }
-    // Where no single change improves the plan, the link trades, once a
-    // call (a few replays: kMaxLinkTrades); one kept, single changes again.
+    // Where no single change improves the plan, the link and room trades,
+    // once a call (a few replays each); one kept, single changes again.
     if (!improved && !link_traded && replay.feasible &&
-        options_.focus.empty() && options_.allow_swap && options_.link_trades) {
+        options_.focus.empty() &&
+        (options_.link_trades || options_.room_trades)) {
       link_traded = true;
       if (TradeScan(plan, replay, result, true)) {
-        swapped = SwappedBytes(trace_, plan);  // (fewer bytes)
+        swapped = SwappedBytes(trace_, plan);  // (no more bytes)
         traded = false;
         improved = true;
         continue;
@@ -422,8 +422,7 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
                  : !FirstImproving(moves, plan, replay, swapped, cap, result);
     if (stopped) return result;
     improved = result.changes > before;
-    if (improved) pairs = false;
-    if (improved) traded = false;
+    if (improved) pairs = traded = false;
   }
   return result;
 }
@@ -632,8 +631,8 @@ bool Polisher::TryPairs(Plan& plan, SimulationResult& replay, int64_t& swapped,
 
 bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
                          PolishResult& result, bool link) {
-  // Building the memory trades pairs every kept tensor with every rebuilt
-  // one: only where that costs less than the replays left.
+  // Memory trades pair every kept tensor with every rebuilt one: built only
+  // where that costs less than the replays left.
   int64_t kept = 0, rebuilt = 0;
   for (const Decision d : plan.decisions) {
     kept += d == Decision::kKeep;
@@ -641,7 +640,11 @@ bool Polisher::TradeScan(Plan& plan, SimulationResult& replay,
   }
   if (!link && kept * rebuilt > Left() * ReplayElements(trace_)) return false;
   bool kept_one = false;
-  const std::vector<Trade> trades = Trades(trace_, plan, !link, link);
+  const std::vector<Trade> trades =
+      Trades(trace_, plan,
+             {!link, link && options_.allow_swap && options_.link_trades,
+              link && options_.room_trades, sim_.budget_bytes,
+              &transfer_times_.h2d_ns});
   std::vector<Candidate> slots = Slots();
   // ChainsFit's marks, a set per slot.
   std::vector<std::vector<uint32_t>> stamps(

@@ -86,6 +86,9 @@ struct PolishOptions {
   // (trades.h: a rebuilt tensor swapped, swapped ones cheap to rebuild
   // rebuilt; off only to measure them).
   bool link_trades = true;
+  // And the room trades (trades.h: a swapped or rebuilt tensor kept, kept
+  // ones cheap to rebuild rebuilt to make room; off only to measure them).
+  bool room_trades = true;
   // The node physics every replay applies.
   Physics physics;
   // Replays candidates on these threads (null: on the caller's alone).

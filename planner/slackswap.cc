@@ -4,6 +4,7 @@
 #include <iterator>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/workers.h"
 #include "planner/anytime.h"
@@ -110,9 +111,14 @@ class SlackSwapRun {
       result_.feasible = false;
       result_.plan = draft_.plan();
       result_.replay = Replay(result_.plan, false);
-      result_.reason = result_.replay.feasible
-                           ? "no plan within the repair budget"
-                           : result_.replay.infeasibility.reason;
+      result_.reason =
+          result_.proven_infeasible
+              ? absl::StrCat("no plan fits the budget of ", budget_,
+                             " bytes: the anytime search's exact stage ",
+                             "searched every decision and issue point and ",
+                             "found none")
+          : result_.replay.feasible ? "no plan within the repair budget"
+                                    : result_.replay.infeasibility.reason;
     }
     // The answer's replay as Simulate gives it: the searches' resume points
     // (a candidate's replay may have started from another's) are theirs.
@@ -346,6 +352,10 @@ class SlackSwapRun {
     search.stop = &stop_;
     search.physics = options_.physics;
     search.earliest_issue = options_.earliest_issue;
+    // (The search replays by the any-speed rule: its exact stage proves
+    // nothing under another.)
+    search.exact_stage =
+        options_.prefetch_admission == PrefetchAdmission::kAnySpeed;
     int64_t left = search_replays;
     Workers workers(std::clamp(options_.search_threads, 1, kMaxSearchThreads));
     search.workers = &workers;
@@ -358,6 +368,13 @@ class SlackSwapRun {
     if (stop_.stopped()) return PlanningStopped();
     result_.stats.search_replays = found.replays;
     if (Offer(plan, searched)) result_.stats.search_improved = true;
+    // The exact stage searched every plan: its answer is the optimum, or
+    // where it found none, a proof that no plan fits.
+    if (found.exhaustive && searched.feasible) {
+      result_.stats.proven_optimal = true;
+    } else if (found.exhaustive && !have_best_) {
+      result_.proven_infeasible = true;
+    }
     return absl::OkStatus();
   }
 

@@ -3,7 +3,8 @@
 // The improvement step's trades (polish.h): two decisions exchanged at once,
 // which no single change makes. Memory trades rebuild a kept tensor and keep
 // rebuilt ones within its span; link trades swap a rebuilt tensor and
-// rebuild swapped ones cheap to rebuild.
+// rebuild swapped ones cheap to rebuild; room trades keep a swapped or
+// rebuilt tensor and rebuild kept ones to make room for it.
 #ifndef SLACKSWAP_PLANNER_TRADES_H_
 #define SLACKSWAP_PLANNER_TRADES_H_
 
@@ -17,7 +18,7 @@
 namespace slackswap {
 
 // A trade: `tensor` takes decision `to` instead of `from`, and `others`,
-// which had `to`, take `from`: two changes no single one makes.
+// which had `to`, take `others_to`: changes no single one makes.
 //   - Memory trades (from kKeep, to kRecompute): a kept tensor rebuilt
 //     instead, and rebuilt tensors kept whose span between last forward and
 //     first backward use lies within its own, as many as its bytes cover,
@@ -29,13 +30,26 @@ namespace slackswap {
 //     The host link then carries no more bytes than before: the link budget
 //     pass's rule (the link for the dearest rebuilds), which a plan repaired
 //     and searched one change at a time can leave behind at a tight budget.
-// Either way the rebuilds take `gain_ns` less; the replay judges the rest
-// (the new rebuilds' places and inputs, the prefetches around them).
+//   (Others take `from` in both.)
+//   - Room trades (from kSwap or kRecompute, to kKeep; others to
+//     kRecompute): a swapped or rebuilt tensor kept instead, where its bytes
+//     would not fit, and kept tensors rebuilt, the cheapest per byte first,
+//     each freeing bytes at an op where they are still short, until none
+//     is: at each op between its last forward and first backward use, the
+//     bytes resident at the least (RoomTrades) stay within the budget. Its
+//     gain counts a swap's prefetch time (`h2d_ns`) as saved: where the
+//     link is what the plan waits for, keeping the largest swap can save
+//     more than any rebuild costs, and a plan searched one change at a
+//     time cannot keep it (it does not fit).
+// Either way the rebuilds (or the copies) take `gain_ns` less; the replay
+// judges the rest (the new rebuilds' places and inputs, the prefetches
+// around them).
 struct Trade {
   int32_t tensor = -1;
   Decision from = Decision::kKeep;
   Decision to = Decision::kRecompute;
   std::vector<int32_t> others;
+  Decision others_to = Decision::kKeep;
   int64_t gain_ns = 0;
 };
 
@@ -63,11 +77,23 @@ bool MakeTrade(const Trace& trace, const Plan& plan, const Trade& trade,
 // plan: polish.h.)
 inline constexpr size_t kMaxLinkTrades = 8;
 
-// The memory trades and (where `link_trades`) the link trades `plan` offers,
-// the largest gain first (ties: memory trades first, each kind by its
-// tensor's id).
+// The most room trades RoomTrades offers: those of the largest gains.
+inline constexpr size_t kMaxRoomTrades = 8;
+
+// The kinds of trade Trades offers.
+struct TradeKinds {
+  bool memory = false;
+  bool link = false;
+  // Room trades: under `budget_bytes`, `h2d_ns` each tensor's prefetch time.
+  bool room = false;
+  int64_t budget_bytes = 0;
+  const std::vector<int64_t>* h2d_ns = nullptr;
+};
+
+// The trades of `kinds` that `plan` offers, the largest gain first (ties:
+// memory, link, then room trades, each kind by its tensor's id).
 std::vector<Trade> Trades(const Trace& trace, const Plan& plan,
-                          bool memory_trades, bool link_trades);
+                          const TradeKinds& kinds);
 
 }  // namespace slackswap
 

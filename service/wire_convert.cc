@@ -413,6 +413,7 @@ v1::PlanningReport PlanningReportToProto(const Trace& trace,
   stats->set_repairs(result.stats.repairs);
   stats->set_search_replays(result.stats.search_replays);
   stats->set_search_improved(result.stats.search_improved);
+  stats->set_proven_optimal(result.stats.proven_optimal);
   return report;
 }
 

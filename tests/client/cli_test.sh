@@ -202,6 +202,17 @@ check "an unknown --server_pid is a usage error" test \
   "$(exit_code "$cli" bench-server --server 127.0.0.1:1 --server_pid 2147483647)" = 2
 check "an unknown --server_pid is named" grep -q "no process 2147483647" "$work/err"
 
+# A small trace (13 tensors) whose search ends at the exact optimum, proven
+# by its exact stage: the statistics and the planner line say so.
+small=(--preset gpt2-xl --layers 1 --batch 6 --seq 4096 --attention flash --hardware a100
+  --budget 5089886208)
+"$cli" plan "${small[@]}" --json >"$work/exact.json"
+check "a small trace's plan is the proven optimum" test \
+  "$(json_get "$work/exact.json" 'd["statistics"]["proven_optimal"], d["metrics"]["iteration_ns"]')" = \
+  "True 86859702"
+"$cli" plan "${small[@]}" >"$work/exact.txt"
+check "the planner line says it is the optimum" grep -q "the exact optimum" "$work/exact.txt"
+
 # The exact optimum: a repro case's proven optimum, printed as plan prints.
 cases="$(cd "$(dirname "$0")/../planner/cases/optimality" && pwd)"
 case69="$cases/chain69_floor"

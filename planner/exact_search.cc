@@ -45,6 +45,7 @@ class Search {
   const SimulationResult& best_replay() const { return best_replay_; }
   int64_t replays() const { return replays_; }
   int64_t cost_millis() const { return cost_millis_; }
+  int64_t nodes() const { return branches_; }
 
  private:
   bool MaySwap(int32_t t) const { return !trace_.tensors[t].swap_forbidden; }
@@ -316,6 +317,7 @@ absl::StatusOr<ExactSearchResult> SearchExact(
   }
   result.replays = search.replays();
   result.cost_millis = search.cost_millis();
+  result.nodes = search.nodes();
   return result;
 }
 

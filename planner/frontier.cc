@@ -152,6 +152,12 @@ absl::Status ExplainInfeasible(const Trace& trace, const Hardware& hardware,
                     smallest, " bytes");
     return absl::OkStatus();
   }
+  if (result.replay.budget_bytes >= floor.bytes) {
+    // Proven by an exhaustive search (the exact stage), above the floor.
+    absl::StrAppend(&result.reason, "; SlackSwap plans from ", smallest,
+                    " bytes (the proven floor is ", floor.bytes, " bytes)");
+    return absl::OkStatus();
+  }
   absl::StrAppend(&result.reason, "; no plan fits below ", floor.bytes,
                   " bytes (op ", floor.op, " must hold that much), and ",
                   "SlackSwap plans from ", smallest, " bytes");

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "planner/anytime.h"
 #include "planner/exact_search.h"
+#include "planner/frontier.h"
 #include "planner/lower_bound.h"
 #include "planner/optimum.h"
 #include "planner/replay_cost.h"
@@ -98,6 +99,17 @@ TEST(ExactStageTest, AboveTheFloorOnlyTheExhaustiveStageProvesNoPlanFits) {
   EXPECT_TRUE(planned.proven_infeasible);
   EXPECT_NE(planned.reason.find("searched every decision"), std::string::npos)
       << planned.reason;
+  // The service's explanation adds where SlackSwap plans, and the floor
+  // (below this budget: the proof is the search's).
+  PlanningResult explained = planned;
+  ASSERT_TRUE(
+      ExplainInfeasible(trace, small.hardware, PlannerOptions(), explained)
+          .ok());
+  EXPECT_GT(explained.smallest_planned_budget_bytes, budget);
+  EXPECT_NE(explained.reason.find("SlackSwap plans from"), std::string::npos)
+      << explained.reason;
+  EXPECT_EQ(explained.reason.find("no plan fits below"), std::string::npos)
+      << explained.reason;
   // Without the search, no proof: no plan found.
   PlannerOptions passes;
   passes.search_time_ms = 0;

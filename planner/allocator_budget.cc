@@ -130,6 +130,9 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
   for (int round = 0; round < kReservedBudgetRounds; ++round) {
     SLACKSWAP_ASSIGN_OR_RETURN(result, plan(resident_budget));
     result.planned_budget_bytes = resident_budget;
+    // A proof that no plan fits a smaller resident budget (the exact stage's)
+    // proves nothing about this budget.
+    if (resident_budget != budget_bytes) result.proven_infeasible = false;
     // Under a resident budget the allocator only observes: the same replay,
     // with the reserved peak.
     if (!replay(result, resident_budget, false) || !physics.budget_reserved) {

@@ -15,8 +15,10 @@
 #include "planner/frontier.h"
 #include "planner/lower_bound.h"
 #include "planner/optimum.h"
+#include "planner/policies.h"
 #include "planner/replay_cost.h"
 #include "planner/slackswap.h"
+#include "simulator/caching_allocator.h"
 #include "simulator/event_model.h"
 #include "simulator/small_traces.h"
 #include "simulator/trace_validation.h"
@@ -115,6 +117,35 @@ TEST(ExactStageTest, AboveTheFloorOnlyTheExhaustiveStageProvesNoPlanFits) {
   passes.search_time_ms = 0;
   EXPECT_EQ(PlanSlackSwap(trace, small.hardware, budget, passes)->Outcome(),
             PlanOutcome::kNoPlanFound);
+}
+
+// Under a budget on the caching allocator's reserved bytes the planner plans
+// for smaller resident budgets until the reserved peak fits: where it finds
+// no plan, an exact stage's proof at a smaller resident budget proves
+// nothing about this one. INFEASIBLE only where no plan fits the budget as a
+// resident one either (the reserved bytes are never fewer).
+TEST(ExactStageTest, UnderAReservedBudgetOnlyAProofAtThatBudgetCounts) {
+  int infeasible = 0, cells = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const SmallTrace small = RandomSmallTrace(seed, {4, 16, 10});
+    const Trace trace = *ValidateTrace(small.trace);
+    for (int64_t percent : {0, 10, 30}) {
+      SCOPED_TRACE(absl::StrCat("seed ", seed, " at ", percent, "%"));
+      const int64_t budget = Budget(trace, percent);
+      PolicyOptions options;
+      options.physics.allocator = AllocatorKind::kCaching;
+      options.physics.budget_reserved = true;
+      const PlanningResult planned = *RunPolicyWithinBudget(
+          Policy::kSlackSwap, trace, small.hardware, budget, options);
+      ++cells;
+      if (planned.Outcome() != PlanOutcome::kInfeasible) continue;
+      ++infeasible;
+      EXPECT_FALSE(PlanOptimum(trace, small.hardware, budget, OptimumOptions())
+                       ->feasible);
+    }
+  }
+  std::cout << cells << " cells, " << infeasible << " INFEASIBLE\n";
+  EXPECT_GT(infeasible, 0);
 }
 
 // A one-layer GPT-2 XL (6 sequences of 4,096 tokens, flash attention) on the

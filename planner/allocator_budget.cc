@@ -81,8 +81,8 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
                                                   const Physics& physics,
                                                   const BudgetedPlanner& plan) {
   if (physics.allocator == AllocatorKind::kNone) return plan(budget_bytes);
-  // The plan's replay under the allocator (policies make valid plans; one
-  // that is not keeps the policy's answer).
+  // The plan's replay under the allocator (one of an invalid plan keeps the
+  // policy's answer: policies make valid plans).
   const auto replay = [&](PlanningResult& r, int64_t budget, bool reserved) {
     Physics model = physics;
     model.budget_reserved = reserved;
@@ -93,8 +93,7 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
     return replayed.ok();
   };
   int64_t resident_budget = budget_bytes;
-  // The rounds never plan below the proven floor (no plan fits there): the
-  // last round plans at the floor itself.
+  // No round plans below the proven floor (no plan fits): the last, at it.
   const int64_t floor = ComputeProvenFloor(trace).bytes;
   const auto shrink = [&](int64_t by) {
     const int64_t next = resident_budget - by;
@@ -130,9 +129,8 @@ absl::StatusOr<PlanningResult> PlanUnderAllocator(const Trace& trace,
   for (int round = 0; round < kReservedBudgetRounds; ++round) {
     SLACKSWAP_ASSIGN_OR_RETURN(result, plan(resident_budget));
     result.planned_budget_bytes = resident_budget;
-    // A proof that no plan fits a smaller resident budget (the exact stage's)
-    // proves nothing about this budget.
-    if (resident_budget != budget_bytes) result.proven_infeasible = false;
+    // (A proof that no plan fits less, the exact stage's, is not one here.)
+    result.proven_infeasible &= resident_budget == budget_bytes;
     // Under a resident budget the allocator only observes: the same replay,
     // with the reserved peak.
     if (!replay(result, resident_budget, false) || !physics.budget_reserved) {

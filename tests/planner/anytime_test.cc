@@ -14,6 +14,7 @@
 #include "simulator/small_traces.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
+#include "tests/planner/preset_traces.h"
 
 namespace slackswap {
 namespace {
@@ -183,13 +184,8 @@ TEST(AnytimeSearchTest, KicksThatExchangeDecisionsLeaveWhereTheOthersEnd) {
 // round. The search without its exact stage (which finds the optimum
 // first: exact_stage_test.cc) now ends within 0.5% of it.
 TEST(AnytimeSearchTest, OnSmallTracesTheKicksWaitForASecondRound) {
-  WorkloadSpec spec = *WorkloadPreset("bert-large");
-  spec.layers = 1;
-  spec.batch = 5;
-  spec.sequence_length = 4096;
-  spec.flash_attention = true;
   const Hardware a100 = *HardwarePreset("a100");
-  const Trace trace = *ValidateTrace(*GenerateTrace(spec, a100));
+  const Trace trace = testing::OneLayerPreset("bert-large", 5, 4096, a100);
   ASSERT_EQ(trace.num_tensors(), 13);
   const int64_t floor = ComputeProvenFloor(trace).bytes;
   const int64_t budget = floor + (AllKeepPeakBytes(trace) - floor) * 30 / 100;

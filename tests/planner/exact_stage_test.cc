@@ -23,6 +23,7 @@
 #include "simulator/small_traces.h"
 #include "simulator/trace_validation.h"
 #include "simulator/workload.h"
+#include "tests/planner/preset_traces.h"
 
 namespace slackswap {
 namespace {
@@ -156,13 +157,8 @@ TEST(ExactStageTest, UnderAReservedBudgetOnlyAProofAtThatBudgetCounts) {
 // stage it ends at the optimum, proven, in a few thousand replays.
 // (Section 15's preset cell of seed 713.)
 TEST(ExactStageTest, EndsAtTheOptimumInAFractionOfTheBudget) {
-  WorkloadSpec spec = *WorkloadPreset("gpt2-xl");
-  spec.layers = 1;
-  spec.batch = 6;
-  spec.sequence_length = 4096;
-  spec.flash_attention = true;
   const Hardware a100 = *HardwarePreset("a100");
-  const Trace trace = *ValidateTrace(*GenerateTrace(spec, a100));
+  const Trace trace = testing::OneLayerPreset("gpt2-xl", 6, 4096, a100);
   ASSERT_EQ(trace.num_tensors(), 13);
   const int64_t budget = Budget(trace, 10);
   const int64_t best =

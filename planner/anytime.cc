@@ -57,6 +57,21 @@ constexpr int64_t kGeneticShareTwelfths = 7;
 constexpr uint64_t kGeneticFirstSeed = 1000;
 // The kicks' random draws (step 4).
 constexpr uint64_t kKicksSeed = 2000;
+// Step 1's local search from the plan gets this many sixteenths of the
+// budget, and where it ends short of a local optimum with a plan that
+// completes, goes on until a quarter of the budget is spent in all; the
+// second start and the genetic rounds get the rest. (Until stop 57 it went
+// on until no change improved the plan or the budget was spent: on medium
+// traces near the floor it often spent the whole budget, or left too little
+// for the second start; docs/planner.md, "Stop 57".)
+constexpr int64_t kFirstSearchSixteenths = 3;
+constexpr int64_t kStepOneSixteenths = 4;
+// On traces of at most this many tensors the kicks wait for a second
+// genetic round (step 4). On small ones a kick's local search may move
+// every tensor; on medium ones (tens of tensors) the budget allows
+// thousands of kicks that seldom improve the plan, where a second round
+// does more (docs/planner.md, "Stop 57": until then 2 * kFocusRadius).
+constexpr int32_t kTwoRoundsTensors = 100;
 
 // a is a better replay than b: feasible first, then faster.
 bool Faster(const SimulationResult& a, const SimulationResult& b) {
@@ -68,32 +83,11 @@ bool OnTarget(const SimulationResult& r, int64_t target_ns) {
   return r.feasible && r.iteration_ns <= target_ns;
 }
 
-// The plan that frees every tensor it can right after its last forward use:
-// swapped where it may be, else rebuilt where it may be (prefetches issued
-// at the first backward op, the admission rule holding them for memory).
-// Near the proven floor often the only plan that completes, where the
-// all-swap plan keeps the tensors it may not swap and the all-rebuild plan
-// holds whole chains at once.
-Plan FreeEverything(const Trace& trace) {
-  Plan plan = Plan::AllKeep(trace);
-  for (int32_t t = 0; t < trace.num_tensors(); ++t) {
-    const Tensor& tensor = trace.tensors[t];
-    if (!tensor.swap_forbidden) {
-      plan.decisions[t] = Decision::kSwap;
-      plan.prefetch_issue_op[t] =
-          std::max(trace.first_backward_op(), tensor.last_forward_use + 1);
-    } else if (!tensor.recompute_forbidden) {
-      plan.decisions[t] = Decision::kRecompute;
-    }
-  }
-  return plan;
-}
-
 // The genetic search's starts besides the plan: the caller's, the all-keep
 // plan, the plan that rebuilds everything it may (where the link is slow, a
 // shared uplink, the best plans recompute nearly everything), and where
 // their swaps fit the host's pinned memory and no barriers hold the
-// prefetches, the all-swap plan and, last (`freeing_last`), FreeEverything.
+// prefetches, the all-swap plan and, last (`freeing_last`), FreeEverythingPlan.
 std::vector<Plan> Portfolio(const Trace& trace, const Hardware& hardware,
                             const AnytimeOptions& options, bool& freeing_last) {
   std::vector<Plan> starts = options.extra_starts;
@@ -111,7 +105,7 @@ std::vector<Plan> Portfolio(const Trace& trace, const Hardware& hardware,
   };
   Plan all_swap = AllSwapPlan(trace);
   if (pinned_fits(all_swap)) starts.push_back(std::move(all_swap));
-  Plan free_everything = FreeEverything(trace);
+  Plan free_everything = FreeEverythingPlan(trace);
   freeing_last = pinned_fits(free_everything);
   if (freeing_last) starts.push_back(std::move(free_everything));
   return starts;
@@ -413,6 +407,19 @@ Plan Kicked(const Trace& trace, const Hardware& hardware,
   return next;
 }
 
+// After a kick that changed `plan`: the kick's local search moved the
+// tensors near it alone, so the trades over the whole plan (which the change
+// may have opened), each kept where faster. Returns what they spent.
+int64_t TradesAfterKick(const Trace& trace, const Hardware& hardware,
+                        int64_t budget_bytes, const AnytimeOptions& options,
+                        Workers& workers, Plan& plan, SimulationResult& replay,
+                        int64_t spent) {
+  PolishOptions trades =
+      PolishFor(options, workers, options.max_replays - spent);
+  trades.trades_only = true;
+  return Polish(trace, hardware, budget_bytes, trades, plan, replay).replays;
+}
+
 // Step 4: kicks from `plan` (which completes), each followed by the local
 // search near the tensors it changed; a kicked plan that then beats `plan`
 // replaces it. While the budget has a replay for the kick and one for the
@@ -534,6 +541,10 @@ int64_t Kicks(const Trace& trace, const Hardware& hardware,
       plan = std::move(k.plan);
       replay = std::move(k.replay);
       ++kept;
+      if (!OnTarget(replay, options.target_ns) && options.kick_trades) {
+        spent += TradesAfterKick(trace, hardware, budget_bytes, options,
+                                 workers, plan, replay, spent);
+      }
       done = OnTarget(replay, options.target_ns);
       break;  // the kicks after it were drawn from the plan before
     }
@@ -569,13 +580,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   std::optional<Workers> own;
   if (options.workers == nullptr) own.emplace(options.threads);
   Workers& workers = options.workers != nullptr ? *options.workers : *own;
-  // Whether the local search converged at `plan`. Another from the plan
-  // would replay a whole scan to keep nothing, unless more replays than it
-  // had left afford the pairs (small traces): it is not run; those replays
-  // go to the genetic rounds instead (docs/planner.md).
+  // Whether the local search converged at `plan`: another from the plan
+  // would replay a whole scan to keep nothing (unless more replays afford
+  // the pairs: small traces), and is not run (docs/planner.md).
   bool converged = false;
-  const auto polish = [&](int64_t replays) {
-    if (converged) return;
+  const auto polish = [&](int64_t replays) -> int64_t {
+    if (converged) return 0;
     const SimulationResult before = replay;
     const PolishResult r =
         Polish(trace, hardware, budget_bytes,
@@ -583,12 +593,12 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     result.replays += r.replays;
     converged = r.converged;
     if (Faster(replay, before)) result.improved = true;
+    return r.replays;
   };
 
   // The exact stage (small traces): first where the plan does not complete
-  // (where no plan fits, only an exhaustive search says so), else after the
-  // local search (its plan then cuts the tree sooner). Where it gave up, the
-  // search goes on from its plan.
+  // (only an exhaustive search says no plan fits), else after the local
+  // search (its plan cuts the tree sooner); where it gave up, on from it.
   bool exact = options.exact_stage && !options.per_layer_barriers &&
                trace.num_tensors() <= kMaxExactTensors;
   const auto exact_stage = [&] {
@@ -612,11 +622,14 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     return result;
   }
 
-  // 1. Local search from the plan: a quarter of the budget; once a plan
-  // completes, on until no change improves it (or the budget is spent).
-  polish(options.max_replays / 4);
+  // 1. Local search from the plan: kFirstSearchSixteenths of the budget;
+  // where its plan completes, on to kStepOneSixteenths (unless converged).
+  const int64_t first_share = options.max_replays * kFirstSearchSixteenths;
+  result.step_one_replays = polish(first_share / 16);
   if (OnTarget(replay, options.target_ns) || stopped()) return result;
-  if (replay.feasible) polish(options.max_replays - result.replays);
+  const int64_t step_one = options.max_replays * kStepOneSixteenths / 16;
+  if (replay.feasible && result.replays < step_one)
+    result.step_one_replays += polish(step_one - result.replays);
   if (OnTarget(replay, options.target_ns) || stopped()) return result;
   if (exact && exact_stage()) return result;
   if (replay.feasible) {
@@ -633,11 +646,9 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   }
 
   // 2. Rounds of a genetic search from the portfolio of starts, each
-  // followed by the local search from the best plan, while a round improves
-  // it.
+  // followed by the local search from the best plan, each from its own seed,
+  // while a generation's worth of replays is left.
   for (uint64_t round = 1;; ++round) {
-    // Rounds go on, each from its own seed, while a generation's worth of
-    // replays is left.
     const int64_t left = options.max_replays - result.replays;
     if (!GenerationFits(trace, hardware, options, left)) break;
     const std::vector<Plan> seeds = Seeds(plan, starts);
@@ -663,11 +674,10 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     polish(std::max<int64_t>(options.max_replays - result.replays, 0));
     if (OnTarget(replay, options.target_ns) || stopped()) break;
     // 4. Once the plan completes, kicks with all that is left instead of
-    // more rounds: from the first round on, or the second on traces whose
-    // every tensor a kick's local search may move (kFocusRadius either side
-    // of its center).
+    // more rounds: from the first round on, or the second on traces of at
+    // most kTwoRoundsTensors.
     if (options.kicks && replay.feasible &&
-        round >= (trace.num_tensors() <= 2 * kFocusRadius ? 2u : 1u)) {
+        round >= (trace.num_tensors() <= kTwoRoundsTensors ? 2u : 1u)) {
       result.kicks_kept = Kicks(trace, hardware, budget_bytes, options, workers,
                                 plan, replay, result.replays);
       if (result.kicks_kept > 0) result.improved = true;

@@ -11,19 +11,19 @@
 //      plan and the portfolio below, with a quarter of the budget, and its
 //      best plan goes on (the local search from a plan that completes
 //      converges far sooner than one that must first make it complete);
-//   1. the improvement step (polish.h) from the plan, with a quarter of the
+//   1. the improvement step (polish.h) from the plan, with 3/16 of the
 //      budget, and where its plan then completes and it has not converged,
-//      on from it until no change improves it (a local optimum) or the
-//      budget is spent; then, on traces of at most kMaxExactTensors
-//      without barriers, the exact stage: the exact optimum's branch and
-//      bound (exact_search.h) from the plan with half of what is left
-//      (first of all where the plan does not complete); where it finishes,
-//      the search ends at the optimum, or with a proof that no plan fits
-//      (AnytimeResult::exhaustive); then,
-//      where at least twice the replays it took are left, the improvement
-//      step from a second start with as many (a local search stays in its
-//      start's basin): the fastest of the portfolio below that completes,
-//      whose place in the portfolio the result takes;
+//      on from it until no change improves it (a local optimum) or a
+//      quarter of the budget is spent; then, on traces of at most
+//      kMaxExactTensors without barriers, the exact stage: the exact
+//      optimum's branch and bound (exact_search.h) from the plan with half
+//      of what is left (first of all where the plan does not complete);
+//      where it finishes, the search ends at the optimum, or with a proof
+//      that no plan fits (AnytimeResult::exhaustive); then, where at least
+//      twice the replays it took are left, the improvement step from a
+//      second start with as many (a local search stays in its start's
+//      basin): the fastest of the portfolio below that completes, whose
+//      place in the portfolio the result takes;
 //   2. rounds of a genetic search (genetic.h) seeded with the plan, the
 //      extra starts the caller gives (SlackSwap's plans for other budgets),
 //      the all-keep plan, the plan that rebuilds everything it may, the
@@ -38,16 +38,17 @@
 //      the budget (a population's replays) is left and step 4 has not
 //      begun;
 //   4. from the first round's step 3 on (the second's on traces of at most
-//      16 tensors, every one of which a kick's local search may move: the
-//      rounds do better there), where the plan completes, kicks
-//      with all that is left instead of more rounds (an iterated local
-//      search): a few tensors near one drawn at random get other decisions
-//      (or, in some kicks, exchange them: one takes another decision d and
-//      one near it that had d takes the first one's), the improvement step
-//      runs from there on the tensors near it alone (PolishOptions::focus),
-//      and the result replaces the plan where it is faster. Several kicks
-//      per thread run at once, each drawn from the plan as the kicks
-//      before it leave it; those after one that beats the plan stop early
+//      100 tensors: the rounds do better there), where the plan completes,
+//      kicks with all that is left instead of more rounds (an iterated
+//      local search): a few tensors near one drawn at random get other
+//      decisions (or, in some kicks, exchange them: one takes another decision
+//      d and one near it that had d takes the first one's), the improvement
+//      step runs from there on the tensors near it alone
+//      (PolishOptions::focus), and the result replaces the plan where it is
+//      faster, after which the trades of the improvement step over the whole
+//      plan (those the change opened) are tried, each kept where faster.
+//      Several kicks per thread run at once, each drawn from the plan as the
+//      kicks before it leave it; those after one that beats the plan stop early
 //      and are drawn again.
 // Where EarliestIssueIsBest (simulator/event_model.h) holds, every stage
 // issues each swap at the earliest point of its window once a plan
@@ -131,6 +132,9 @@ struct AnytimeOptions {
   // them).
   bool kicks = true;
   bool exchange_kicks = true;
+  // After each kick that changes the plan, the trades over the whole plan
+  // (PolishOptions::trades_only; off only to measure them).
+  bool kick_trades = true;
   // The local search's adaptive order of moves (PolishOptions::
   // adaptive_order; off only to measure it).
   bool adaptive_order = true;
@@ -156,6 +160,9 @@ struct AnytimeResult {
   bool improved = false;
   // Kicks of step 4 whose plan replaced the search's.
   int64_t kicks_kept = 0;
+  // What step 1's local search from the plan spent (at most a quarter of
+  // the budget, less what step 0 spent).
+  int64_t step_one_replays = 0;
   // The exact stage was exhaustive: the plan is the optimum, or where it
   // does not complete, no plan fits the budget.
   bool exhaustive = false;

@@ -4,7 +4,8 @@
 //   - Ideal: all keep, memory unlimited (the throughput reference);
 //   - all-swap: every swappable tensor swapped, each prefetch issued at the
 //     first backward operator (the earliest point at which the forward pass,
-//     and with it the activation peak, is over), the rest kept.
+//     and with it the activation peak, is over), the rest kept;
+// and the plan that frees everything, a start of the anytime search.
 #ifndef SLACKSWAP_PLANNER_BASIC_PLANS_H_
 #define SLACKSWAP_PLANNER_BASIC_PLANS_H_
 
@@ -18,6 +19,14 @@ Plan IdealPlan(const Trace& trace);
 
 // Swap everything that may be swapped; keep the rest.
 Plan AllSwapPlan(const Trace& trace);
+
+// Frees every tensor it can right after its last forward use: swapped where
+// it may be, else rebuilt where it may be (prefetches issued at the first
+// backward op, the admission rule holding them for memory). Near the proven
+// floor often the only plan that completes, where the all-swap plan keeps
+// the tensors it may not swap and the all-rebuild plan holds whole chains at
+// once (anytime.h, step 0).
+Plan FreeEverythingPlan(const Trace& trace);
 
 }  // namespace slackswap
 

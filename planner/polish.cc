@@ -59,8 +59,7 @@ class Polisher {
   }
 
  private:
-  // Out of budget once the dearest replay (MaxReplayMillis) would not fit
-  // in it.
+  // Out of budget once the dearest replay (MaxReplayMillis) would not fit.
   bool OutOfBudget() const {
     return spent_millis_ + max_replay_millis_ >
            options_.max_replays * kReplayMillis;
@@ -112,11 +111,10 @@ class Polisher {
   std::vector<Candidate> Slots() const {
     return std::vector<Candidate>(MaxScanBatch(options_.workers));
   }
-  // Whether `candidate`, made by a move on t from `plan`, differs from it
-  // only in an earlier issue point of t, where the plan's replay never
-  // found t's prefetch before its issue point (waited_): its replay would
-  // be the plan's, which it cannot beat. It is then not replayed (or
-  // charged).
+  // Whether `candidate`, a move on t from `plan`, differs from it only in an
+  // earlier issue point of t, where the plan's replay never found t's
+  // prefetch before its issue point (waited_): its replay would be the
+  // plan's, which it cannot beat; it is not replayed (or charged).
   bool ReplaysAsThePlan(const Plan& plan, const Plan& candidate,
                         int32_t t) const {
     if (!options_.skip_same_replays || waited_.empty() || waited_[t] ||
@@ -372,7 +370,7 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
                           ? hw_.host_pinned_memory_bytes
                           : std::numeric_limits<int64_t>::max();
   int64_t swapped = SwappedBytes(trace_, plan);
-  bool improved = true;
+  bool improved = !options_.trades_only;  // (no single changes: trades)
   bool pairs = false;        // single changes first; pairs once they stall
   bool traded = false;       // memory trades scanned since the last change
   bool link_traded = false;  // link and room trades scanned in this call
@@ -383,7 +381,8 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
     // memory the plan lacks; rebuilding a kept one alone only adds time).
     if (replay.feasible && !traded && options_.focus.empty()) {
       traded = true;
-      if (TradeScan(plan, replay, result, false)) improved = true;
+      if (TradeScan(plan, replay, result, false))
+        improved = !options_.trades_only;
       if (OutOfBudget() || OnTarget(replay)) break;
     }
     // Where no single change improves the plan, the link and room trades,
@@ -400,6 +399,7 @@ PolishResult Polisher::Run(Plan& plan, SimulationResult& replay) {
       }
       if (OutOfBudget() || OnTarget(replay)) break;
     }
+    if (options_.trades_only) break;
     if (!improved) {
       // No single change helps: try two at once (one tensor takes another's
       // role), if the budget can scan them.

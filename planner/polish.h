@@ -124,6 +124,11 @@ struct PolishOptions {
   // tensors, and neither trades nor pairs; the search converges when a scan
   // of those moves keeps nothing (the anytime search's kicks, anytime.h).
   std::vector<bool> focus;
+  // Only the trades, on a feasible plan: a scan of the memory trades, then
+  // one of the link and room trades (where one of those is kept, the memory
+  // trades again); no single changes or pairs, and never `converged`. The
+  // anytime search's kicks, after one that changed the plan (anytime.h).
+  bool trades_only = false;
 };
 
 struct PolishResult {

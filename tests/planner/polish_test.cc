@@ -331,5 +331,51 @@ TEST(PolishTest, TradesAKeptTensorForTheDearRebuildsInsideItsSpan) {
   EXPECT_EQ(replay.iteration_ns, check.iteration_ns);
 }
 
+// With trades_only (the anytime search's kicks) the search makes the
+// trades and no single change: from the start above, the trade; from the
+// plan that rebuilds both, where keeping the small one alone is faster (a
+// single change, no trade), nothing, where the whole search keeps it.
+TEST(PolishTest, TradesOnlyMakesTheTradesAndNoSingleChange) {
+  const Trace trace = *ValidateTrace(TradeTrace());
+  const Hardware hardware = TradeHardware();
+  const int64_t budget = 6 * kMb + kMb / 2;
+  SimulationOptions sim;
+  sim.budget_bytes = budget;
+  PolishOptions options;
+  options.max_replays = 200;
+  options.trades_only = true;
+
+  Plan plan = Plan::AllKeep(trace);
+  plan.decisions[kSmall] = Decision::kRecompute;
+  SimulationResult replay = *Simulate(trace, hardware, plan, sim);
+  const PolishResult traded =
+      Polish(trace, hardware, budget, options, plan, replay);
+  EXPECT_EQ(traded.changes, 1);
+  EXPECT_FALSE(traded.converged);
+  EXPECT_LE(traded.replays, options.max_replays);
+  EXPECT_EQ(plan.decisions[kBig], Decision::kRecompute);
+  EXPECT_EQ(plan.decisions[kSmall], Decision::kKeep);
+  EXPECT_EQ(replay.iteration_ns, trace.ideal_ns + kCheap);
+
+  Plan both = Plan::AllKeep(trace);
+  both.decisions[kBig] = Decision::kRecompute;
+  both.decisions[kSmall] = Decision::kRecompute;
+  const SimulationResult both_replay = *Simulate(trace, hardware, both, sim);
+  ASSERT_TRUE(both_replay.feasible);
+  Plan only = both;
+  SimulationResult only_replay = both_replay;
+  EXPECT_EQ(Polish(trace, hardware, budget, options, only, only_replay).changes,
+            0);
+  EXPECT_EQ(only.decisions, both.decisions);
+  EXPECT_EQ(only_replay.iteration_ns, both_replay.iteration_ns);
+  options.trades_only = false;
+  Plan whole = both;
+  SimulationResult whole_replay = both_replay;
+  EXPECT_GE(
+      Polish(trace, hardware, budget, options, whole, whole_replay).changes, 1);
+  EXPECT_EQ(whole.decisions[kSmall], Decision::kKeep);
+  EXPECT_LT(whole_replay.iteration_ns, both_replay.iteration_ns);
+}
+
 }  // namespace
 }  // namespace slackswap

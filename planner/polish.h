@@ -14,10 +14,10 @@
 // instead, as many as its bytes cover, dearest per byte first. No single
 // change makes a trade (keeping one of them alone needs memory the plan does
 // not have, rebuilding the other alone only adds time). Once single changes
-// stall, every pair of changes is tried where the budget covers them all
-// (small traces); on larger ones the trades stand in for that scan where
-// rebuilds cost the most. The largest rebuild time saved first; each kept
-// where it improves the plan and no rebuild chain grows past the recompute
+// stall, every pair of changes is tried where a quarter of the budget left
+// covers them all (small traces); on larger ones the trades stand in for that
+// scan where rebuilds cost the most. The largest rebuild time saved first; each
+// kept where it improves the plan and no rebuild chain grows past the recompute
 // pass's limit (kMaxRebuildChain).
 //
 // A candidate replayed against the plan as it is and not kept is not

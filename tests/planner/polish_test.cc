@@ -67,6 +67,20 @@ Hardware TradeHardware() {
   return h;
 }
 
+// The trade trace on its hardware at the trade tests' 6.5 MB budget.
+struct TradeCase {
+  Trace trace;
+  Hardware hardware;
+  int64_t budget = 0;
+  SimulationOptions sim;
+};
+TradeCase MakeTradeCase() {
+  TradeCase c{
+      *ValidateTrace(TradeTrace()), TradeHardware(), 6 * kMb + kMb / 2, {}};
+  c.sim.budget_bytes = c.budget;
+  return c;
+}
+
 // A medium DAG near its floor and SlackSwap's passes' plan (repaired, not
 // improved): a start the improvement step changes many times.
 struct Start {
@@ -290,11 +304,7 @@ TEST(PolishTest, FromALocalOptimumAnotherSearchKeepsNothing) {
 }
 
 TEST(PolishTest, TradesAKeptTensorForTheDearRebuildsInsideItsSpan) {
-  const Trace trace = *ValidateTrace(TradeTrace());
-  const Hardware hardware = TradeHardware();
-  const int64_t budget = 6 * kMb + kMb / 2;
-  SimulationOptions sim;
-  sim.budget_bytes = budget;
+  const auto [trace, hardware, budget, sim] = MakeTradeCase();
 
   // The start: the big tensor kept, the small one rebuilt.
   Plan plan = Plan::AllKeep(trace);
@@ -336,11 +346,7 @@ TEST(PolishTest, TradesAKeptTensorForTheDearRebuildsInsideItsSpan) {
 // plan that rebuilds both, where keeping the small one alone is faster (a
 // single change, no trade), nothing, where the whole search keeps it.
 TEST(PolishTest, TradesOnlyMakesTheTradesAndNoSingleChange) {
-  const Trace trace = *ValidateTrace(TradeTrace());
-  const Hardware hardware = TradeHardware();
-  const int64_t budget = 6 * kMb + kMb / 2;
-  SimulationOptions sim;
-  sim.budget_bytes = budget;
+  const auto [trace, hardware, budget, sim] = MakeTradeCase();
   PolishOptions options;
   options.max_replays = 200;
   options.trades_only = true;
@@ -386,23 +392,19 @@ TEST(PolishTest, TradesOnlyMakesTheTradesAndNoSingleChange) {
 // budget left counted: on a 42-tensor DAG at 2% a scan that kept nothing
 // took a fifth of the search's budget.
 TEST(PolishTest, PairsOnlyWhereAQuarterOfTheBudgetScansThem) {
-  const Trace trace = *ValidateTrace(TradeTrace());
-  const Hardware hardware = TradeHardware();
-  const int64_t budget = 6 * kMb + kMb / 2;
-  SimulationOptions sim;
-  sim.budget_bytes = budget;
-  Plan traded = Plan::AllKeep(trace);
+  const TradeCase c = MakeTradeCase();  // (the lambda below reads it)
+  Plan traded = Plan::AllKeep(c.trace);
   traded.decisions[kBig] = Decision::kRecompute;
-  const SimulationResult start = *Simulate(trace, hardware, traded, sim);
+  const SimulationResult start = *Simulate(c.trace, c.hardware, traded, c.sim);
   ASSERT_TRUE(start.feasible);
-  ASSERT_EQ(start.iteration_ns, trace.ideal_ns + kCheap);
+  ASSERT_EQ(start.iteration_ns, c.trace.ideal_ns + kCheap);
   const auto search = [&](int64_t replays) {
     PolishOptions options;
     options.max_replays = replays;
     Plan plan = traded;
     SimulationResult replay = start;
     const PolishResult r =
-        Polish(trace, hardware, budget, options, plan, replay);
+        Polish(c.trace, c.hardware, c.budget, options, plan, replay);
     EXPECT_EQ(r.changes, 0);
     EXPECT_TRUE(r.converged);
     EXPECT_EQ(plan.decisions, traded.decisions);

@@ -48,11 +48,15 @@ void Workers::Serve() {
       ScopedStop scope(stop_);
       Drain();
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++finished_;
+    // The caller spins for the team before it sleeps (ForEach): it is
+    // woken only where it sleeps. (Both sequentially consistent: where this
+    // thread reads no sleeper, the caller's check after it announced its
+    // sleep sees the count.)
+    finished_.fetch_add(1);
+    if (sleeping_.load()) {
+      { std::lock_guard<std::mutex> lock(mu_); }
+      done_.notify_one();
     }
-    done_.notify_one();
   }
 }
 
@@ -67,13 +71,23 @@ void Workers::ForEach(size_t n, const std::function<void(size_t)>& body) {
     size_ = n;
     stop_ = CurrentStop();
     next_.store(0);
-    finished_ = 0;
+    finished_.store(0);
     loop_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   Drain();
+  // The team's last items often end a few microseconds after the caller's:
+  // it checks for them as the team checks for a loop, and sleeps only then
+  // (a wake-up takes tens of microseconds, longer than many items).
+  const auto all_done = [&] {
+    return finished_.load() == static_cast<int>(team_.size());
+  };
+  for (int i = 0; i < kSpins && !all_done(); ++i) std::this_thread::yield();
+  if (all_done()) return;
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return finished_ == static_cast<int>(team_.size()); });
+  sleeping_.store(true);
+  done_.wait(lock, all_done);
+  sleeping_.store(false);
 }
 
 size_t MaxScanBatch(const Workers* workers) {

@@ -70,7 +70,8 @@ class Workers {
   // them), so none can still be in one when the next begins.
   std::atomic<uint64_t> loop_{0};
   std::atomic<bool> ending_{false};
-  int finished_ = 0;  // team threads done with the current loop (mu_)
+  std::atomic<int> finished_{0};  // team threads done with the current loop
+  std::atomic<bool> sleeping_{false};  // the caller waits on done_
   // The current loop, set before loop_ advances.
   const std::function<void(size_t)>* body_ = nullptr;
   size_t size_ = 0;

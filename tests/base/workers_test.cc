@@ -2,6 +2,7 @@
 #include "base/workers.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -46,6 +47,29 @@ TEST(WorkersTest, TwoThreadsRunBodiesAtTheSameTime) {
     ran_on.insert(std::this_thread::get_id());
   });
   EXPECT_EQ(ran_on.size(), 2u);
+}
+
+// The caller waits for the team's last item, whether that ends while the
+// caller still checks for it or after it has gone to sleep (then the team
+// thread wakes it), loop after loop.
+TEST(WorkersTest, TheCallerReturnsOnlyOnceTheTeamsItemsHaveEnded) {
+  Workers workers(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int loop = 0; loop < 6; ++loop) {
+    // Long enough for the caller to sleep on odd loops, none on even ones.
+    const auto team_takes = std::chrono::milliseconds(loop % 2 == 1 ? 50 : 0);
+    std::atomic<int> arrived{0};
+    std::atomic<bool> team_done{false};
+    workers.ForEach(2, [&](size_t) {
+      // (Each thread takes one item: both wait until two have started.)
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+      if (std::this_thread::get_id() == caller) return;
+      std::this_thread::sleep_for(team_takes);
+      team_done.store(true);
+    });
+    EXPECT_TRUE(team_done.load()) << "loop " << loop;
+  }
 }
 
 // The team runs under the caller's stop function (base/stop.h), loop by loop.

@@ -580,9 +580,9 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   std::optional<Workers> own;
   if (options.workers == nullptr) own.emplace(options.threads);
   Workers& workers = options.workers != nullptr ? *options.workers : *own;
-  // Whether the local search converged at `plan`: another from the plan
-  // would replay a whole scan to keep nothing (unless more replays afford
-  // the pairs: small traces), and is not run (docs/planner.md).
+  // Whether the local search converged at `plan`: another from it would
+  // replay a whole scan to keep nothing (unless more replays afford the
+  // pairs: small traces), and is not run (docs/planner.md).
   bool converged = false;
   const auto polish = [&](int64_t replays) -> int64_t {
     if (converged) return 0;
@@ -630,24 +630,26 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
   const int64_t step_one = options.max_replays * kStepOneSixteenths / 16;
   if (replay.feasible && result.replays < step_one)
     result.step_one_replays += polish(step_one - result.replays);
+  // Where it does not, on with all that is left before any round (whose
+  // plans complete no sooner: docs/planner.md, "Stop 58").
+  if (!replay.feasible && options.search_until_complete)
+    polish(options.max_replays - result.replays);
   if (OnTarget(replay, options.target_ns) || stopped()) return result;
   if (exact && exact_stage()) return result;
-  if (replay.feasible) {
-    // A local search stays in its start's basin: where the budget has room
-    // for it twice more, one from a second start.
-    const int64_t first = result.replays;
-    if (options.second_start && options.max_replays - first > 2 * first) {
-      if (SecondStart(trace, hardware, budget_bytes, options, workers, first,
-                      starts, plan, replay, result.replays, converged)) {
-        result.improved = true;
-      }
-      if (OnTarget(replay, options.target_ns) || stopped()) return result;
-    }
+  // A local search stays in its start's basin: where the budget has room
+  // for it twice more, one from a second start.
+  const int64_t first = result.replays;
+  if (replay.feasible && options.second_start &&
+      options.max_replays - first > 2 * first) {
+    if (SecondStart(trace, hardware, budget_bytes, options, workers, first,
+                    starts, plan, replay, result.replays, converged))
+      result.improved = true;
+    if (OnTarget(replay, options.target_ns) || stopped()) return result;
   }
 
-  // 2. Rounds of a genetic search from the portfolio of starts, each
-  // followed by the local search from the best plan, each from its own seed,
-  // while a generation's worth of replays is left.
+  // 2. Rounds of a genetic search from the portfolio of starts, each from its
+  // own seed and followed by the local search from the best plan, while a
+  // generation's worth of replays is left.
   for (uint64_t round = 1;; ++round) {
     const int64_t left = options.max_replays - result.replays;
     if (!GenerationFits(trace, hardware, options, left)) break;
@@ -674,8 +676,7 @@ AnytimeResult SearchAnytime(const Trace& trace, const Hardware& hardware,
     polish(std::max<int64_t>(options.max_replays - result.replays, 0));
     if (OnTarget(replay, options.target_ns) || stopped()) break;
     // 4. Once the plan completes, kicks with all that is left instead of
-    // more rounds: from the first round on, or the second on traces of at
-    // most kTwoRoundsTensors.
+    // more rounds: from round 1, or 2 on traces of kTwoRoundsTensors at most.
     if (options.kicks && replay.feasible &&
         round >= (trace.num_tensors() <= kTwoRoundsTensors ? 2u : 1u)) {
       result.kicks_kept = Kicks(trace, hardware, budget_bytes, options, workers,

@@ -132,6 +132,10 @@ struct AnytimeOptions {
   // where no start completes (off only to measure them).
   bool second_start = true;
   bool genetic_first = true;
+  // Where the plan does not complete after step 1 and its local search
+  // ended short of a local optimum, that search goes on before any genetic
+  // round of step 2 (off only to measure it).
+  bool search_until_complete = true;
   // Step 4's kicks, and among them the exchanges (off only to measure
   // them).
   bool kicks = true;

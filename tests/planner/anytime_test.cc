@@ -19,16 +19,15 @@
 namespace slackswap {
 namespace {
 
-// A random DAG (docs/results.md section 15's "uplink" kind, from a held-out
-// seed) behind an uplink shared by two GPUs, `percent` of the way from its
-// floor to its all-keep peak.
+// A random DAG (docs/results.md section 15's "dag" kind, from a held-out
+// seed) on its GPU's own link, `percent` of the way from its floor to its
+// all-keep peak.
 struct UplinkCase {
   Trace trace;
   Hardware hardware;
   int64_t budget = 0;
 };
 
-// The same DAG on its own GPU's link (section 15's "dag" kind).
 UplinkCase Dag(uint64_t seed, int64_t percent) {
   MediumTraceOptions medium;
   medium.shape = MediumShape::kDag;
@@ -41,18 +40,13 @@ UplinkCase Dag(uint64_t seed, int64_t percent) {
   return c;
 }
 
+// The same DAG behind an uplink shared by two GPUs (section 15's "uplink"
+// kind), at the same budget.
 UplinkCase UplinkDag(uint64_t seed, int64_t percent) {
-  MediumTraceOptions medium;
-  medium.shape = MediumShape::kDag;
-  const MediumTrace m = RandomMediumTrace(seed, medium);
-  UplinkCase c;
-  c.trace = *ValidateTrace(m.trace);
-  c.hardware = m.hardware;
+  UplinkCase c = Dag(seed, percent);
   c.hardware.gpus_per_uplink = 2;
   c.hardware.uplink_d2h_bytes_per_second = c.hardware.d2h_bytes_per_second;
   c.hardware.uplink_h2d_bytes_per_second = c.hardware.h2d_bytes_per_second;
-  const int64_t floor = ComputeProvenFloor(c.trace).bytes;
-  c.budget = floor + (AllKeepPeakBytes(c.trace) - floor) * percent / 100;
   return c;
 }
 

@@ -168,6 +168,14 @@ class Replay {
   // first needed.
   void ComputeDeadlines();
   void BuildProjection();
+  // The first step that may require a prefetch: the first backward
+  // operator's, before which no step is a rebuild, unless the trace's fixed
+  // transfers (which a forward step may wait for) or a rebuild before it
+  // say otherwise (0). Every step before it is its operator's.
+  int32_t FirstRequiringStep() const {
+    const int32_t first = trace_.num_forward_ops;
+    return !fixed_ && s_.rebuilds.begin[first] == 0 ? first : 0;
+  }
   // The cutoff's bound from the H2D stream (Run with a cutoff): the queue is
   // served in order at fixed durations, a prefetch's deadline step starts
   // after it ends, and no step runs faster than profiled. Per prefetch rank

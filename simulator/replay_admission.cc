@@ -58,7 +58,7 @@ void Replay::ComputeDeadlines() {
   const int32_t steps = s_.num_steps;
   prefetch_deadline_.assign(s_.prefetch_order.size(), steps);
   int32_t required = 0;
-  for (int32_t j = 0; j < steps; ++j) {
+  for (int32_t j = FirstRequiringStep(); j < steps; ++j) {
     int32_t r = s_.prefetches_needed[j];
     if (!barrier_prefetches_.empty()) r = std::max(r, barrier_prefetches_[j]);
     for (; required < r; ++required) prefetch_deadline_[required] = j;
@@ -79,7 +79,11 @@ void Replay::BuildLinkBound() {
   auto reach = [&](int32_t j) {
     for (; r < n && prefetch_deadline_[r] <= j; ++r) link_tail_[r] = before;
   };
-  for (int32_t o = 0; o < trace_.num_ops(); ++o) {
+  // (The forward operators' steps, where no prefetch is required and no
+  // rebuild runs, summed alone.)
+  const int32_t first = FirstRequiringStep();
+  for (int32_t o = 0; o < first; ++o) before += trace_.ops[o].duration_ns;
+  for (int32_t o = first; o < trace_.num_ops(); ++o) {
     for (int32_t k = s_.rebuilds.begin[o]; k < s_.rebuilds.begin[o + 1]; ++k) {
       reach(o + k);
       before += trace_.tensors[s_.rebuilds.items[k]].recompute_ns;

@@ -94,22 +94,31 @@ void MergeFixedTransfers(const Trace& trace, Schedule& s) {
 
 // Csr::FromRows into `csr`, reusing its memory, driven by the caller: Count
 // every item's row, Start, Place every item in order, Finish.
-// O(rows + items).
+// O(items + the rows from the first with an item to the last), plus a fill
+// of the others: the rows a schedule's items land in are one pass's (the
+// forward copies' last forward uses, the backward pass's needs), and the
+// running sum over every row was a fifth of a derivation.
 class CsrBuilder {
  public:
-  CsrBuilder(Csr& csr, int32_t rows) : csr_(csr), rows_(rows) {
+  CsrBuilder(Csr& csr, int32_t rows) : csr_(csr), rows_(rows), first_(rows) {
     // Row r's count at index r + 2: after the prefix sums (Start), index
     // r + 1 is where row r's next item goes, and after the last is placed,
     // where row r + 1 begins.
     csr_.begin.assign(static_cast<size_t>(rows) + 2, 0);
   }
-  void Count(int32_t row) { ++csr_.begin[row + 2]; }
+  void Count(int32_t row) {
+    ++csr_.begin[row + 2];
+    first_ = std::min(first_, row);
+    last_ = std::max(last_, row);
+  }
   void Start() {
     // (The running sum in a register: through the array, each addition
-    // would wait for the store before it.)
+    // would wait for the store before it.) Before the first row with an
+    // item every sum is 0 already; after the last, every one is the total.
     int32_t* const next = csr_.begin.data();
     int32_t sum = 0;
-    for (int32_t i = 2; i <= rows_ + 1; ++i) next[i] = sum += next[i];
+    for (int32_t i = first_ + 2; i <= last_ + 2; ++i) next[i] = sum += next[i];
+    std::fill(next + last_ + 3, next + rows_ + 2, sum);
     csr_.items.resize(static_cast<size_t>(sum));
   }
   // Returns the item's position in csr.items.
@@ -123,47 +132,61 @@ class CsrBuilder {
  private:
   Csr& csr_;
   const int32_t rows_;
+  // The first and last rows counted (none: first_ > last_).
+  int32_t first_;
+  int32_t last_ = -1;
 };
 
-// Schedule::release_after_step, given the rebuilds (`rebuild_step`: per
-// recomputed tensor, its rebuild's step). Every tensor is freed after its
-// last reader, operator or rebuild; each step's tensors by id.
-void DeriveReleases(const Trace& trace, absl::Span<const Decision> decisions,
+// Schedule::release_after_step, given the rebuilds (`rebuilt`: the
+// recomputed tensors; `rebuild_step`: per recomputed tensor, its rebuild's
+// step). Every tensor is freed after its last reader, operator or rebuild;
+// each step's tensors by id. The rebuilds' inputs are visited from the
+// rebuilds (a plan rebuilds few of the tensors whose rebuild reads another).
+void DeriveReleases(const Trace& trace, absl::Span<const int32_t> rebuilt,
                     absl::Span<const int32_t> rebuild_step, Schedule& s) {
   const int32_t num_tensors = trace.num_tensors();
   std::vector<int32_t>& last_step = s.scratch.steps;
   last_step.resize(num_tensors);
-  CsrBuilder releases(s.release_after_step, s.num_steps);
-  for (int32_t t = 0; t < num_tensors; ++t) {
-    int32_t last = s.OpStep(trace.tensors[t].last_backward_use);
-    for (int32_t r : trace.recompute_dependents.Row(t)) {
-      const int32_t step = rebuild_step[r];  // (meaningless unless rebuilt)
-      last = std::max(last, decisions[r] == Decision::kRecompute ? step : -1);
-    }
-    last_step[t] = last;
-    releases.Count(last);
+  for (int32_t t = 0; t < num_tensors; ++t)
+    last_step[t] = s.OpStep(trace.tensors[t].last_backward_use);
+  for (const int32_t r : rebuilt) {
+    const int32_t step = rebuild_step[r];
+    for (const int32_t t : trace.recompute_inputs.Row(r))
+      last_step[t] = std::max(last_step[t], step);
   }
+  CsrBuilder releases(s.release_after_step, s.num_steps);
+  for (int32_t t = 0; t < num_tensors; ++t) releases.Count(last_step[t]);
   releases.Start();
   for (int32_t t = 0; t < num_tensors; ++t) releases.Place(last_step[t], t);
   releases.Finish();
 }
 
-// Schedule::prefetches_needed.
-void DerivePrefetchesNeeded(const Trace& trace, Schedule& s) {
+// Schedule::prefetches_needed, from the swapped tensors' backward readers
+// and the rebuilds' inputs (an operator's reads of kept and rebuilt tensors
+// need nothing; `uses` lists each tensor's readers ascending, so its
+// backward ones are a suffix).
+void DerivePrefetchesNeeded(const Trace& trace,
+                            absl::Span<const int32_t> swapped,
+                            absl::Span<const int32_t> rebuilt,
+                            absl::Span<const int32_t> rebuild_step,
+                            Schedule& s) {
   s.prefetches_needed.assign(s.num_steps, 0);
-  // 1 + the rank of a swapped tensor, 0 for any other (ranked -1).
-  auto needed = [&](int32_t t) { return s.prefetch_rank[t] + 1; };
-  for (int32_t o = trace.num_forward_ops; o < trace.num_ops(); ++o) {
-    int32_t op_needed = 0;
-    for (int32_t t : trace.reads.Row(o))
-      op_needed = std::max(op_needed, needed(t));
-    s.prefetches_needed[s.OpStep(o)] = op_needed;
-    for (int32_t k = s.rebuilds.begin[o]; k < s.rebuilds.begin[o + 1]; ++k) {
-      int32_t rebuild_needed = 0;
-      for (int32_t t : trace.recompute_inputs.Row(s.rebuilds.items[k]))
-        rebuild_needed = std::max(rebuild_needed, needed(t));
-      s.prefetches_needed[o + k] = rebuild_needed;
+  int32_t* const needed = s.prefetches_needed.data();
+  const int32_t first_backward = trace.num_forward_ops;
+  for (const int32_t t : swapped) {
+    const int32_t rank = s.prefetch_rank[t] + 1;
+    const absl::Span<const int32_t> readers = trace.uses.Row(t);
+    for (size_t i = readers.size(); i-- > 0 && readers[i] >= first_backward;) {
+      int32_t& step_needed = needed[s.OpStep(readers[i])];
+      step_needed = std::max(step_needed, rank);
     }
+  }
+  // 1 + the rank of a swapped input, 0 for any other (ranked -1).
+  for (const int32_t r : rebuilt) {
+    int32_t rebuild_needed = 0;
+    for (const int32_t t : trace.recompute_inputs.Row(r))
+      rebuild_needed = std::max(rebuild_needed, s.prefetch_rank[t] + 1);
+    needed[rebuild_step[r]] = rebuild_needed;
   }
 }
 
@@ -237,14 +260,25 @@ void DeriveFromNeeds(const Trace& trace, const Plan& plan, Schedule& s) {
   rebuilds.Start();
   std::vector<int32_t>& rebuild_step = s.scratch.rows;
   rebuild_step.resize(num_tensors);  // (meaningful for rebuilt tensors)
+  // (In topological order, gathered without a branch as above.)
+  std::vector<int32_t>& inputs_first = s.scratch.dropped;  // (done with)
+  size_t gathered = 0;
   for (const int32_t t : trace.recompute_topological_order) {
-    if (decisions[t] != Decision::kRecompute) continue;
+    inputs_first[gathered] = t;
+    gathered += decisions[t] == Decision::kRecompute ? 1 : 0;
+  }
+  for (size_t i = 0; i < gathered; ++i) {
+    const int32_t t = inputs_first[i];
     rebuild_step[t] = need[t] + rebuilds.Place(need[t], t);
   }
   rebuilds.Finish();
   s.num_steps = num_ops + static_cast<int32_t>(s.rebuilds.items.size());
-  DeriveReleases(trace, decisions, rebuild_step, s);
-  DerivePrefetchesNeeded(trace, s);
+  const absl::Span<const int32_t> swapped_tensors(swapped.data(), swaps);
+  const absl::Span<const int32_t> rebuilt_tensors(rebuilt.data(),
+                                                  rebuilds_count);
+  DeriveReleases(trace, rebuilt_tensors, rebuild_step, s);
+  DerivePrefetchesNeeded(trace, swapped_tensors, rebuilt_tensors, rebuild_step,
+                         s);
   if (!trace.fixed_transfers.empty()) {
     MergeFixedTransfers(trace, s);
   } else {

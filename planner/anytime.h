@@ -89,8 +89,11 @@ namespace slackswap {
 // stop 53 to 54; 295,000 from stop 55, by what resumed candidates and reused
 // replay buffers save (docs/planner.md, "What a replay costs"); raised at
 // stop 58 by what a cheaper hand-off between the threads saves (base/
-// workers.h: the caller no longer sleeps while the team ends its items).
-inline constexpr int64_t kSearchWorkPerMs = 340'000;
+// workers.h: the caller no longer sleeps while the team ends its items), to
+// 340,000; 408,000 from stop 59, which spends a part of the margin under the
+// 200 ms left at stop 58 (its slowest plans took 136-150 ms; now about 165
+// ms: docs/planner.md, "Stop 59").
+inline constexpr int64_t kSearchWorkPerMs = 408'000;
 // The threads the search replays on by default (PlannerOptions::
 // search_threads, AnytimeOptions::threads). The plan does not depend on
 // them: the budget is kSearchWorkPerMs whatever the threads, which only
@@ -99,18 +102,19 @@ inline constexpr int32_t kSearchThreads = 2;
 
 // The replays PlannerOptions::search_time_ms allows on `trace`, in nominal
 // replays: 0 when the search is off or the limit allows fewer than
-// kMinSearchReplays (a nominal replay of over 566,000 units at the default
-// 160 ms: a trace of about 121,000 elements).
+// kMinSearchReplays (a nominal replay of over 680,000 units at the default
+// 160 ms: a trace of about 145,000 elements).
 inline constexpr int64_t kMinSearchReplays = 96;
 // The least a nominal replay counts for in that budget. On traces of a few
 // tensors a replay's bookkeeping (a move applied, the threads' hand-off)
 // outweighs its elements and events: section 15's small traces, about 580
 // units a replay, took up to 197 ms at 160 ms (docs/planner.md). 700 with
-// kSearchWorkPerMs at 270,000, 765 at 295,000; raised with it each time, so
-// that these traces' budgets stay as they were (the bookkeeping gained
-// nothing from what made the replays faster, and the slowest of them little
-// from the hand-off of stop 58).
-inline constexpr int64_t kMinNominalReplayWork = 880;
+// kSearchWorkPerMs at 270,000, 765 at 295,000, 880 at 340,000; raised with
+// it each time, so that these traces' budgets stay as they were (the
+// bookkeeping gained nothing from what made the replays faster, and the
+// slowest of them little from the hand-off of stop 58; at stop 59 the larger
+// budget is for the medium traces, where the losses are).
+inline constexpr int64_t kMinNominalReplayWork = 1056;
 int64_t AnytimeReplays(const Trace& trace, const PlannerOptions& options);
 
 struct AnytimeOptions {

@@ -284,9 +284,9 @@ TEST(AnytimeSearchTest, OnSmallTracesTheKicksWaitForASecondRound) {
 // (where that is never slower: docs/planner.md, "Issue points at the
 // earliest") spends its replays on decisions alone and ends faster by more
 // than 5% (7.4% with stop 59's larger limit; 11.8% from stop 55's, 8.6%
-// before it) than the search that
-// also moves issue points. Over seeds 1200-1259 at the floor, 2% and 10% it
-// made 97 plans faster and 34 slower (before stop 55).
+// before it) than the search that also moves issue points. Over seeds
+// 1200-1259 at the floor, 2% and 10% it made 97 plans faster and 34 slower
+// (before stop 55).
 // (Seed 1219 showed it until step 2's genetic round took 7/12 of what is
 // left and stalled after 30 generations: 4.0% now.)
 TEST(AnytimeSearchTest, SwapsIssuedAtTheEarliestLeaveTheReplaysToDecisions) {
